@@ -254,5 +254,67 @@ def demo() -> None:
         _print_result(components.pipeline.answer(q, collection="ll144"), as_json=False)
 
 
+# --- evaluation ---------------------------------------------------------------------------------
+
+
+@eval_app.command("run")
+def eval_run(
+    dataset: Path = typer.Argument(..., help="JSONL with id, question, optional conversation_history."),
+    out_path: Path = typer.Option(..., "--out", "-o", help="Where to write one JSON result per row."),
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Collection to search."),
+    config: str = typer.Option("default", "--config", help="Retrieval configuration (only 'default' until parameter-adaptive configs land)."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, max=100),
+) -> None:
+    """Answer every row of DATASET with the same pipeline the bots use (reference fields are never read)."""
+    from core.eval import DatasetError, run_eval
+
+    if config != "default":
+        _fail(f"unknown --config {config!r}; available: default")
+    if not dataset.is_file():
+        _fail(f"no such dataset: {dataset}")
+    settings = _settings()
+    components = _components(settings, top_k=top_k)
+    collection = collection or settings.collection
+    _check_collection(components, collection)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        summary = run_eval(dataset, out_path, components.pipeline, collection, progress=True)
+    except DatasetError as exc:
+        _fail(str(exc))
+    out.print_json(data=summary.to_dict())
+
+
+@eval_app.command("report")
+def eval_report(
+    results: Path = typer.Argument(..., help="Output of `hypa eval run`."),
+    gold: Path = typer.Option(..., "--gold", help="The dataset with reference answers."),
+    scope_review: Optional[Path] = typer.Option(
+        None, "--scope-review", help="TOML of corrected out-of-scope labels [default: the LL144 dev review when --gold is ll144_dev.jsonl]."
+    ),
+    markdown: bool = typer.Option(False, "--markdown", help="Print Markdown tables (for docs/RESULTS.md)."),
+    no_similarity: bool = typer.Option(False, "--no-similarity", help="Skip answer similarity (no model load)."),
+) -> None:
+    """Score results against the reference answers: recall, similarity, refusals, citations, tokens, latency."""
+    from core.eval import DEFAULT_SCOPE_REVIEW, build_report, render_markdown, render_rich
+    from core.eval.run import DatasetError
+
+    for p in (results, gold):
+        if not p.is_file():
+            _fail(f"no such file: {p}")
+    if scope_review is None and gold.name == "ll144_dev.jsonl":
+        scope_review = DEFAULT_SCOPE_REVIEW
+    embed = None
+    if not no_similarity:
+        embed = _components(_settings()).embedder.embed_passages
+    try:
+        report = build_report(results, gold, scope_review, embed)
+    except (DatasetError, ValueError) as exc:
+        _fail(str(exc))
+    if markdown:
+        sys.stdout.write(render_markdown(report) + "\n")
+    else:
+        render_rich(report, out)
+
+
 def main() -> None:  # pragma: no cover - console entry point
     app()

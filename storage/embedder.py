@@ -6,12 +6,15 @@ is loaded on first use only; counting tokens needs just the tokenizer file, whic
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -129,12 +132,10 @@ def _model_fingerprint(model_dir: Path) -> str:
 
 def _quiet_weight_loading() -> None:
     # transformers prints a "Loading weights" bar on stderr for every load; it would garble CLI output.
-    try:
+    with contextlib.suppress(Exception):  # cosmetic only: never worth failing a load
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    except Exception:  # noqa: BLE001 - cosmetic only, never worth failing a load
-        pass
 
 
 def _l2_normalise(vectors: np.ndarray) -> np.ndarray:
@@ -168,7 +169,7 @@ class Embedder:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings) -> "Embedder":  # noqa: ANN001 - bot.settings.Settings
+    def from_settings(cls, settings) -> Embedder:
         return cls(settings.embedding_model or None, device=settings.embedding_device)
 
     # -- identity and limits -------------------------------------------------------------------
@@ -197,14 +198,14 @@ class Embedder:
 
     # -- tokenizer (cheap) ---------------------------------------------------------------------
 
-    def _get_tokenizer(self) -> "Tokenizer":
+    def _get_tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
             with self._lock:
                 if self._tokenizer is None:
                     self._tokenizer = self._load_tokenizer()
         return self._tokenizer
 
-    def _load_tokenizer(self) -> "Tokenizer":
+    def _load_tokenizer(self) -> Tokenizer:
         from tokenizers import Tokenizer
 
         path = self.model_dir / "tokenizer.json"
@@ -226,14 +227,14 @@ class Embedder:
 
     # -- model (lazy, ~6 s) --------------------------------------------------------------------
 
-    def _get_model(self) -> "SentenceTransformer":
+    def _get_model(self) -> SentenceTransformer:
         if self._model is None:
             with self._lock:
                 if self._model is None:
                     self._model = self._load_model()
         return self._model
 
-    def _load_model(self) -> "SentenceTransformer":
+    def _load_model(self) -> SentenceTransformer:
         _force_offline()
         from sentence_transformers import SentenceTransformer
 
@@ -267,3 +268,37 @@ class Embedder:
 
     def embed_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         return self._encode(texts, show_progress=show_progress)
+
+
+class HashingEmbedder:
+    """Deterministic, model-free embedder: hashed bag of lowercase words, L2-normalised.
+
+    For tests and benchmarks that need an index without the 6 s model load. Texts sharing words
+    get high cosine similarity, so it behaves like a (crude) lexical retriever.
+    """
+
+    def __init__(self, dim: int = 64) -> None:
+        self._dim = dim
+
+    @property
+    def model_id(self) -> str:
+        return f"hashing-bow:{self._dim}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _vector(self, text: str) -> np.ndarray:
+        vector = np.zeros(self._dim, dtype=np.float32)
+        for word in re.findall(r"[^\W_]+", text.lower()):
+            digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+            vector[int.from_bytes(digest, "little") % self._dim] += 1.0
+        return vector
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_passages(texts)
+
+    def embed_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return _l2_normalise(np.stack([self._vector(t) for t in texts]))

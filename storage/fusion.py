@@ -27,9 +27,10 @@ Inputs are `(id, score)` lists, best first, with unique ids per list, as a searc
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 

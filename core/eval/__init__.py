@@ -1,15 +1,22 @@
 """Evaluation: run a dataset through the pipeline (`run`), score the results (`metrics`, `report`)."""
-from core.eval.run import Answerer, DatasetError, EvalItem, RunSummary, read_items, run_eval
+
 from core.eval.report import (
     DEFAULT_SCOPE_REVIEW,
     GroupStats,
     Report,
     ScopeVerdict,
     build_report,
-    load_default_embedder,
     load_scope_review,
     render_markdown,
     render_rich,
+)
+from core.eval.run import (
+    Answerer,
+    DatasetError,
+    EvalItem,
+    RunSummary,
+    read_items,
+    run_eval,
 )
 
 __all__ = [
@@ -24,7 +31,6 @@ __all__ = [
     "Report",
     "ScopeVerdict",
     "build_report",
-    "load_default_embedder",
     "load_scope_review",
     "render_markdown",
     "render_rich",

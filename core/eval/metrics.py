@@ -23,6 +23,7 @@ Content words (used by every word-overlap metric)
 
 Overlap metrics compare *sets* of distinct content words (a repeated word counts once).
 """
+
 from __future__ import annotations
 
 import math
@@ -170,8 +171,7 @@ def citation_valid(citation: Any, contexts: Iterable[Any]) -> bool:
     if not quote or chunk_id is None:
         return False
     return any(
-        _get(c, "chunk_id") == chunk_id and quote in normalize_ws(_get(c, "text") or "")
-        for c in contexts
+        _get(c, "chunk_id") == chunk_id and quote in normalize_ws(_get(c, "text") or "") for c in contexts
     )
 
 

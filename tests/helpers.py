@@ -1,0 +1,44 @@
+"""Shared test helpers: synthetic chunks (written for the tests, not taken from any corpus)."""
+from __future__ import annotations
+
+from core.types import Chunk, ScoredChunk
+
+
+def make_chunk(label: str, text: str, *, collection: str = "toy", doc_id: str = "toy-doc", heading: str = "") -> Chunk:
+    return Chunk(
+        id=f"{doc_id}:{label}",
+        collection=collection,
+        doc_id=doc_id,
+        doc_title="Toy Regulation",
+        label=label,
+        heading=heading,
+        text=text,
+        page_start=1,
+        page_end=1,
+        char_start=0,
+        char_end=len(text),
+    )
+
+
+TOY_CHUNKS = [
+    make_chunk(
+        "Toy Code § 1-101",
+        "§ 1-101 Definitions. For the purposes of this chapter, the term “widget audit” means an impartial "
+        "evaluation by an independent reviewer of a widget. The term “reviewer” means a person who is not "
+        "employed by the widget maker.",
+    ),
+    make_chunk(
+        "Toy Code § 1-102(a)",
+        "(a) Notice. A seller shall notify each buyer no less than ten business days before selling a widget. "
+        "Notice may be given by mail or e-mail.",
+    ),
+    make_chunk(
+        "Toy Code § 1-103",
+        "§ 1-103 Penalties. A seller that violates this chapter is liable for a civil penalty of not more than "
+        "$500 for a first violation and not more than $1,500 for each subsequent violation.",
+    ),
+]
+
+
+def scored(chunks=TOY_CHUNKS) -> list[ScoredChunk]:
+    return [ScoredChunk(c, 1.0 / (i + 1)) for i, c in enumerate(chunks)]

@@ -1,0 +1,73 @@
+"""Pipeline: question validation, follow-up handling, record shape."""
+from __future__ import annotations
+
+from core.extractive import ExtractiveGenerator
+from core.followup import is_follow_up, standalone_query
+from core.pipeline import AnswerPipeline, QuestionLimits
+from core.termstats import TermStats
+from core.types import RetrievalParams, Turn
+from tests.helpers import TOY_CHUNKS, scored
+
+
+class RecordingIndex:
+    """A ChunkIndex stand-in that returns the toy chunks and records the queries it was given."""
+
+    def __init__(self):
+        self.queries: list[str] = []
+
+    def hybrid_search(self, query, *, collection, limit, fusion="rankedFusion", alpha=0.5, vector=None):
+        self.queries.append(query)
+        return scored()[:limit]
+
+
+def _pipeline(index=None, max_chars=4000) -> AnswerPipeline:
+    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
+    return AnswerPipeline(
+        index or RecordingIndex(),
+        ExtractiveGenerator(lambda c: stats),
+        RetrievalParams(top_k=3, fusion="rankedFusion", alpha=0.5),
+        default_collection="toy",
+        count_tokens=lambda t: len(t.split()),
+        limits=QuestionLimits(max_chars=max_chars),
+    )
+
+
+def test_answer_record_has_the_documented_fields():
+    record = _pipeline().answer("What is the civil penalty for a first violation?").to_record()
+    assert {"answer", "refused", "citations", "contexts", "queries", "complexity", "params", "usage", "timings_ms"} <= set(record)
+    assert record["usage"]["context_tokens"] > 0
+    assert record["timings_ms"]["total"] >= record["timings_ms"]["retrieve"]
+    assert all({"chunk_id", "label", "text", "score", "kind"} <= set(c) for c in record["contexts"])
+
+
+def test_empty_and_oversized_questions_get_a_clear_message_and_no_search():
+    index = RecordingIndex()
+    pipeline = _pipeline(index, max_chars=4000)
+    empty = pipeline.answer("   ")
+    assert empty.answer.refused and "ask a question" in empty.answer.text
+    huge = pipeline.answer("Is this allowed? " + "x" * 39_983)
+    assert huge.answer.refused and "40,000 characters" in huge.answer.text
+    emoji = pipeline.answer("👍👍 ???")
+    assert emoji.answer.refused and "in words" in emoji.answer.text
+    assert index.queries == []
+
+
+def test_control_characters_and_non_english_text_do_not_crash():
+    pipeline = _pipeline()
+    assert pipeline.answer("What\x00 is\x07 a widget audit?\x1b").answer.text
+    assert pipeline.answer("¿Qué es una auditoría de sesgo?").answer.text
+
+
+def test_follow_up_in_a_thread_is_searched_with_the_earlier_question():
+    index = RecordingIndex()
+    history = [Turn("user", "I want to know how a seller must notify buyers."), Turn("assistant", "How can I help?")]
+    _pipeline(index).answer("What are the methods?", history)
+    assert index.queries == ["I want to know how a seller must notify buyers. What are the methods?"]
+
+
+def test_self_contained_question_is_searched_as_asked():
+    history = [Turn("user", "What is a widget audit?")]
+    q = "How many business days before selling a widget must the seller notify each buyer?"
+    assert standalone_query(q, history) == q
+    assert is_follow_up("And for employment agencies?")
+    assert is_follow_up("What is its purpose?")
