@@ -45,7 +45,29 @@ class Settings(BaseSettings):
     # Questions longer than this are refused with a clear message instead of being truncated silently.
     max_question_chars: int = Field(default=4000, ge=100)
 
+    # Cross-encoder reranking of the fused candidates (a local model folder, e.g. bge-reranker-large);
+    # empty = disabled. Never downloaded.
+    reranker_model: str = ""
+    reranker_max_length: int = Field(default=512, ge=8, le=8192)
+    reranker_candidates: int = Field(default=20, ge=1)
+
+    # LLM answers, used only when ANTHROPIC_API_KEY is set (docs/LLM.md).
     anthropic_api_key: str = Field(default="", validation_alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str = ""
+    answer_model: str = "claude-sonnet-5-5"
+    fast_model: str = "claude-haiku-5-5"
+    answer_max_tokens: int = Field(default=2048, ge=64, le=128_000)
+    answer_effort: str = "low"  # low|medium|high|xhigh|max; "" = the model's default
+    llm_temperature: float | None = Field(default=0.0, ge=0.0, le=1.0)
+    llm_history_turns: int = Field(default=6, ge=0, le=50)
+    llm_timeout_s: float = Field(default=30.0, gt=0)
+    llm_total_budget_s: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0, le=10)
+    llm_backoff_base_s: float = Field(default=0.5, ge=0)
+    llm_backoff_max_s: float = Field(default=8.0, ge=0)
+    llm_max_retry_after_s: float = Field(default=20.0, ge=0)
+    circuit_failure_threshold: int = Field(default=5, ge=1)
+    circuit_reset_s: float = Field(default=30.0, gt=0)
 
     @field_validator("chunk_overlap")
     @classmethod
@@ -62,6 +84,10 @@ class Settings(BaseSettings):
     @property
     def corpus_dir(self) -> Path:
         return self.data_dir / "corpus"
+
+    @property
+    def llm_failures_path(self) -> Path:
+        return self.data_dir / "llm_failures.jsonl"
 
 
 def load_settings(**overrides) -> Settings:

@@ -7,7 +7,8 @@ from functools import cached_property
 
 from bot.settings import Settings
 from core.extractive import ExtractiveGenerator
-from core.pipeline import AnswerPipeline, QuestionLimits
+from core.llm.claude_generator import answer_generator_from_settings
+from core.pipeline import AnswerPipeline, Generator, QuestionLimits
 from core.termstats import TermStats
 from core.types import RetrievalParams
 from storage.embedded import EmbeddedIndex
@@ -69,10 +70,18 @@ class Components:
         )
 
     @cached_property
+    def generator(self) -> Generator:
+        """Claude (with the extractive answer as fallback) when ANTHROPIC_API_KEY is set, else extractive.
+
+        One instance per process, so the circuit breaker's state is shared across questions.
+        """
+        return answer_generator_from_settings(self.settings, ExtractiveGenerator(self.term_stats))
+
+    @cached_property
     def pipeline(self) -> AnswerPipeline:
         return AnswerPipeline(
             self.index,
-            ExtractiveGenerator(self.term_stats),
+            self.generator,
             self.retrieval_params(),
             default_collection=self.settings.collection,
             count_tokens=self.embedder.count_tokens,

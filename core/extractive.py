@@ -6,12 +6,13 @@ generator abstains and cites nothing.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from core.termstats import TermStats
-from core.text import content_terms, sentence_spans
-from core.types import Answer, Citation, ScoredChunk, Turn
+from core.text import QUESTION_FRAMING, content_terms, sentence_spans
+from core.types import Answer, Chunk, Citation, ScoredChunk, Turn
 
 REFUSAL_TEXT = "The loaded regulations don't address this question."
 
@@ -19,23 +20,33 @@ REFUSAL_TEXT = "The loaded regulations don't address this question."
 @dataclass(frozen=True)
 class ExtractiveConfig:
     max_sentences: int = 3
-    max_words: int = 110
-    # Share of the question's (idf-weighted) key terms the best provisions must contain to answer.
-    min_support: float = 0.5
+    max_words: int = 130
+    # Share of the question's (idf-weighted) key terms the retrieved provisions must contain.
+    min_support: float = 0.3
     # Weight of a chunk's retrieval rank in a sentence's score (0 = ignore rank).
     rank_weight: float = 0.35
-    # A sentence is added after the first only if it scores at least this share of the best one.
-    relative_floor: float = 0.6
+    # Later sentences must score at least this share of the best one.
+    relative_floor: float = 0.5
+    # Commentary (preambles, statements of basis and purpose, recitals) explains the rules; the
+    # answer should lead with the rule itself, so commentary sentences count for this much.
+    commentary_weight: float = 0.8
+    # A lead-in that ends in ":" ("... by doing any of the following:") is quoted with the items
+    # after it, up to this many words.
+    list_words: int = 110
 
 
 @dataclass(frozen=True)
 class _Sentence:
     context_rank: int
-    chunk_index: int
     start: int
     end: int
     text: str
     terms: frozenset[str]
+
+
+# Labels of operative provisions: sections, articles, annexes (and their worked examples).
+_OPERATIVE_LABEL = re.compile(r"§|\bArt\.|\bAnnex\b")
+_LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\)|[•\-–])\s")
 
 
 class ExtractiveGenerator:
@@ -55,79 +66,107 @@ class ExtractiveGenerator:
     def generate(
         self, question: str, contexts: Sequence[ScoredChunk], history: Sequence[Turn] = ()
     ) -> Answer:
-        if not contexts:
+        chunks = [sc.chunk for sc in contexts if sc.kind == "chunk"]
+        if not chunks:
             return self._refusal(contexts)
-        stats = self._term_stats(contexts[0].chunk.collection)
-        weights = {t: stats.idf(t) for t in set(content_terms(question))}
-        if not weights:
+        stats = self._term_stats(chunks[0].collection)
+        weights = {t: stats.idf(t) for t in set(content_terms(question)) - QUESTION_FRAMING}
+        sentences = _sentences(chunks)
+        if not weights or not sentences:
             return self._refusal(contexts)
-        sentences = self._sentences(contexts)
-        scored = sorted(
-            ((self._score(s, weights), s) for s in sentences), key=lambda x: (-x[0], x[1].context_rank, x[1].start)
-        )
-        chosen = self._choose(scored, weights)
-        if not chosen or self._support(chosen, weights) < self.config.min_support:
+        # A term the question quotes names its subject. If the provisions never use it, the law
+        # does not regulate that thing; if they do, the subject is found however the rest of the
+        # question is worded ("I came across the term 'impact ratio' in a policy...").
+        quoted = quoted_terms(question)
+        if any(not _uses_phrase(sentences, phrase) for phrase in quoted):
             return self._refusal(contexts)
-        return self._render(chosen, contexts)
+        if not quoted and _coverage(frozenset().union(*(s.terms for s in sentences)), weights) < self.config.min_support:
+            return self._refusal(contexts)
+        chosen = self._choose(sentences, chunks, weights)
+        if not chosen:
+            return self._refusal(contexts)
+        return self._render([self._with_list(s, chunks) for s in chosen], chunks)
 
-    # -- candidate sentences -------------------------------------------------------------------
+    # -- choosing sentences --------------------------------------------------------------------
 
-    def _sentences(self, contexts: Sequence[ScoredChunk]) -> list[_Sentence]:
-        out: list[_Sentence] = []
-        for rank, sc in enumerate(contexts):
-            if sc.kind != "chunk":
-                continue
-            text = sc.chunk.text
-            for a, b in _merge_headings(text, sentence_spans(text)):
-                span = text[a:b]
-                out.append(_Sentence(rank, rank, a, b, span, frozenset(content_terms(span))))
-        return out
-
-    def _score(self, s: _Sentence, weights: dict[str, float]) -> float:
-        total = sum(weights.values())
-        covered = sum(w for t, w in weights.items() if t in s.terms)
+    def _score(self, s: _Sentence, chunk: Chunk, weights: dict[str, float]) -> float:
         rank_prior = 1.0 / (1.0 + s.context_rank)
-        return (covered / total) * ((1.0 - self.config.rank_weight) + self.config.rank_weight * rank_prior)
+        score = _coverage(s.terms, weights) * (
+            (1.0 - self.config.rank_weight) + self.config.rank_weight * rank_prior
+        )
+        if not _OPERATIVE_LABEL.search(chunk.label):
+            score *= self.config.commentary_weight
+        return score
 
-    def _choose(self, scored: list[tuple[float, _Sentence]], weights: dict[str, float]) -> list[_Sentence]:
-        if not scored or scored[0][0] <= 0.0:
+    def _choose(
+        self, sentences: list[_Sentence], chunks: list[Chunk], weights: dict[str, float]
+    ) -> list[_Sentence]:
+        """Greedy: the best sentence, then those that add question terms the answer lacks."""
+        scored = {s: self._score(s, chunks[s.context_rank], weights) for s in sentences}
+        best = max(sentences, key=lambda s: (scored[s], -s.context_rank, -s.start))
+        if scored[best] <= 0.0:
             return []
-        best_score = scored[0][0]
-        chosen: list[_Sentence] = []
-        words = 0
-        for score, s in scored:
-            if len(chosen) >= self.config.max_sentences:
+        chosen = [best]
+        covered = set(best.terms)
+        seen_texts = {_normalised(best.text)}
+        words = len(best.text.split())
+        floor = self.config.relative_floor * scored[best]
+        while len(chosen) < self.config.max_sentences:
+            candidates = [
+                s
+                for s in sentences
+                if s not in chosen
+                and scored[s] >= floor
+                and _normalised(s.text) not in seen_texts
+                and words + len(s.text.split()) <= self.config.max_words
+            ]
+            if not candidates:
                 break
-            if chosen and score < self.config.relative_floor * best_score:
-                break
-            n_words = len(s.text.split())
-            if chosen and words + n_words > self.config.max_words:
-                continue
-            chosen.append(s)
-            words += n_words
+
+            def gain(s: _Sentence) -> tuple[float, int, int]:
+                novelty = _coverage(s.terms - covered, weights)
+                return (scored[s] + novelty, -s.context_rank, -s.start)
+
+            nxt = max(candidates, key=gain)
+            chosen.append(nxt)
+            covered |= nxt.terms
+            seen_texts.add(_normalised(nxt.text))
+            words += len(nxt.text.split())
         return chosen
 
-    @staticmethod
-    def _support(chosen: list[_Sentence], weights: dict[str, float]) -> float:
-        covered_terms = frozenset().union(*(s.terms for s in chosen))
-        total = sum(weights.values())
-        return sum(w for t, w in weights.items() if t in covered_terms) / total
+    def _with_list(self, s: _Sentence, chunks: list[Chunk]) -> _Sentence:
+        """A lead-in ending in ':' is quoted together with the list items that follow it."""
+        if not s.text.rstrip().endswith(":"):
+            return s
+        text = chunks[s.context_rank].text
+        end = s.end
+        budget = self.config.list_words
+        for a, b in sentence_spans(text[s.end :]):
+            piece = text[s.end + a : s.end + b]
+            if not _LIST_ITEM.match(piece) and end != s.end:
+                break
+            budget -= len(piece.split())
+            if budget < 0:
+                break
+            end = s.end + b
+        full = text[s.start : end]
+        return _Sentence(s.context_rank, s.start, end, full, s.terms | frozenset(content_terms(full)))
 
     # -- output --------------------------------------------------------------------------------
 
-    def _render(self, chosen: list[_Sentence], contexts: Sequence[ScoredChunk]) -> Answer:
+    def _render(self, chosen: list[_Sentence], chunks: list[Chunk]) -> Answer:
         numbers: dict[int, int] = {}
         citations: list[Citation] = []
         parts: list[str] = []
         for s in chosen:
-            chunk = contexts[s.chunk_index].chunk
-            n = numbers.setdefault(s.chunk_index, len(numbers) + 1)
+            chunk = chunks[s.context_rank]
+            n = numbers.setdefault(s.context_rank, len(numbers) + 1)
             citations.append(Citation(n=n, chunk_id=chunk.id, label=chunk.label, quote=s.text))
             parts.append(f"{' '.join(s.text.split())} [{n}]")
         return Answer(text=" ".join(parts), refused=False, citations=citations, model=self.model_name)
 
     def _refusal(self, contexts: Sequence[ScoredChunk]) -> Answer:
-        nearest = []
+        nearest: list[str] = []
         for sc in contexts[:3]:
             if sc.chunk.label not in nearest:
                 nearest.append(sc.chunk.label)
@@ -135,6 +174,39 @@ class ExtractiveGenerator:
         if nearest:
             text += " The nearest provisions I found are " + "; ".join(nearest) + "."
         return Answer(text=text, refused=True, citations=[], model=self.model_name)
+
+
+def _sentences(chunks: list[Chunk]) -> list[_Sentence]:
+    out: list[_Sentence] = []
+    for rank, chunk in enumerate(chunks):
+        text = chunk.text
+        for a, b in _merge_headings(text, sentence_spans(text)):
+            span = text[a:b]
+            out.append(_Sentence(rank, a, b, span, frozenset(content_terms(span))))
+    return out
+
+
+def _coverage(terms: frozenset[str] | set[str], weights: dict[str, float]) -> float:
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
+
+
+def _normalised(text: str) -> str:
+    return " ".join(content_terms(text))
+
+
+# A quoted term: the quote marks must stand outside words, so "I'm" or "law's" never open one.
+_QUOTED = re.compile(r"(?<![A-Za-z0-9])[‘“'\"]([^‘’“”'\"]{3,80}?)[’”'\"](?![A-Za-z0-9])")
+
+
+def quoted_terms(question: str) -> list[str]:
+    """The stemmed content of each term the question puts in quotes."""
+    found = (" ".join(content_terms(m.group(1))) for m in _QUOTED.finditer(question))
+    return [phrase for phrase in found if phrase]
+
+
+def _uses_phrase(sentences: list[_Sentence], phrase: str) -> bool:
+    return any(f" {phrase} " in f" {_normalised(s.text)} " for s in sentences)
 
 
 def _merge_headings(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

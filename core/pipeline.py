@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 from core.followup import standalone_query
+from core.text import tokens
 from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
 from storage.index import ChunkIndex
 
@@ -25,6 +26,21 @@ class Generator(Protocol):
 @dataclass(frozen=True)
 class QuestionLimits:
     max_chars: int = 4000
+
+
+def drop_near_duplicates(results: Sequence[ScoredChunk], threshold: float = 0.9) -> list[ScoredChunk]:
+    """Keep the best-ranked copy of chunks whose word sets overlap by `threshold` (Jaccard) or more."""
+    kept: list[tuple[ScoredChunk, frozenset[str]]] = []
+    for sc in results:
+        words = frozenset(tokens(sc.chunk.text))
+        if any(_jaccard(words, other) >= threshold for _, other in kept):
+            continue
+        kept.append((sc, words))
+    return [sc for sc, _ in kept]
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 class _Stopwatch:
@@ -78,13 +94,16 @@ class AnswerPipeline:
         t = time.perf_counter()
         query = standalone_query(question, history)
         t = clock.lap("rewrite", t)
-        contexts = self.index.hybrid_search(
+        # Ask for more than k: the same provision often appears in two documents (e.g. the law as
+        # enacted and as codified); duplicates are dropped before the cut to k.
+        found = self.index.hybrid_search(
             query,
             collection=collection or self.default_collection,
-            limit=self.params.top_k,
+            limit=self.params.top_k * 2,
             fusion=self.params.fusion,  # type: ignore[arg-type]
             alpha=self.params.alpha,
         )
+        contexts = drop_near_duplicates(found)[: self.params.top_k]
         t = clock.lap("retrieve", t)
         answer = self.generator.generate(query, contexts, history)
         answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in contexts)

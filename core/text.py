@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+import Stemmer  # PyStemmer: C Snowball stemmers
+
 # Section numbers ("20-870", "5-301") stay whole: they are what compliance questions cite.
 _TOKEN = re.compile(r"\d+(?:-\d+)+|[a-z0-9]+")
 
@@ -19,28 +21,31 @@ STOPWORDS = frozenset(
 )
 
 
+_SNOWBALL = Stemmer.Stemmer("english")
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light, deterministic suffix stemmer: enough to match audit/audits, require/required/requires."""
-    if len(word) <= 3 or word[0].isdigit():
+    """Snowball (Porter 2) stem; section numbers and other digit tokens stay as they are."""
+    if word[0].isdigit():
         return word
-    for suffix, min_len in (
-        ("ements", 4), ("ement", 4), ("ations", 4), ("ation", 4), ("ities", 4), ("ity", 4),
-        ("ings", 4), ("ing", 4), ("ies", 3), ("ied", 3), ("ers", 4), ("er", 4), ("ed", 4), ("es", 4),
-        ("ly", 4), ("s", 3),
-    ):
-        if word.endswith(suffix) and len(word) - len(suffix) >= min_len:
-            if suffix == "s" and word.endswith(("ss", "us", "is", "as")):
-                return word  # bias, status, basis: not plurals
-            base = word[: -len(suffix)]
-            if suffix in ("ies", "ied"):
-                return base + "y"
-            return base
-    return word
+    return _SNOWBALL.stemWord(word)
 
 
 def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
+
+
+# Words that frame a question rather than say what it is about ("Can you explain what ... means
+# according to the document?"). They are ignored when judging whether provisions answer a question.
+QUESTION_FRAMING = frozenset(
+    stem(w)
+    for w in """explain explanation understand know want like need please tell describe clarify clarification
+    seek seeking trying try according document documents mention mentioned context regarding relation
+    related relationship difference different differ compare comparison concept meaning mean means refer
+    refers specific specifically definition define defined question answer help wondering curious
+    provided stated say says""".split()
+)
 
 
 def content_terms(text: str) -> list[str]:
@@ -53,7 +58,9 @@ def content_terms(text: str) -> list[str]:
 # text ("U.S.", "e.g.", "No.", "§") must not end a sentence.
 _BOUNDARY = re.compile(r"(?<=[.;:?!])\s+(?=[A-Z(“\"]|\d+\.\s)")
 _NO_SPLIT_BEFORE = re.compile(
-    r"(?:\b(?:U\.S|e\.g|i\.e|No|Nos|Art|Arts|Sec|para|pp|p|Inc|Co|v|vs|St|Dr|Mr|Ms|Int|seq|et al|cf)\.|§)$"
+    r"(?:\b(?:U\.S|e\.g|i\.e|No|Nos|Art|Arts|Sec|para|pp|p|Inc|Co|v|vs|St|Dr|Mr|Ms|Int|seq|et al|cf)\.|§"
+    # a bare enumerator ("1.", "a.", "iv.") introduces the item after it; it ends nothing
+    r"|(?:^|[\s(:])(?:\d{1,2}|[a-zA-Z]|[ivxIVX]{1,4})\.)$"
 )
 
 
@@ -65,7 +72,7 @@ def sentence_spans(text: str, min_chars: int = 12) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _BOUNDARY.finditer(text):
-        if _NO_SPLIT_BEFORE.search(text[max(0, m.start() - 8) : m.start()]):
+        if _NO_SPLIT_BEFORE.search(text[max(0, m.start() - 8) : m.start()]):  # look-behind window
             continue
         spans.append((start, m.start()))
         start = m.end()

@@ -58,6 +58,8 @@ class Usage:
     context_tokens: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
 
 
 @dataclass
@@ -70,6 +72,8 @@ class Answer:
     usage: Usage = field(default_factory=Usage)
     model: str = "extractive"
     note: str = ""  # one-line remark shown to the user (e.g. a fallback), empty if none
+    # Counters about how the answer was made (e.g. citations dropped or repaired by verification).
+    diagnostics: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,5 +118,6 @@ class PipelineResult:
             "complexity": self.complexity,
             "params": asdict(self.params),
             "usage": asdict(self.answer.usage),
+            "diagnostics": dict(self.answer.diagnostics),
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
         }

@@ -226,11 +226,15 @@ def _normalise_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
-def _top_k_desc(scores: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
-    """Rows with the k highest scores, best first; equal scores by row (deterministic)."""
-    if len(rows) > k:
-        rows = rows[np.argpartition(-scores[rows], k - 1)[:k]]
-    return rows[np.lexsort((rows, -scores[rows]))]
+def _top_k_desc(scores: np.ndarray, k: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Rows (default: all) with the k highest scores, best first; equal scores by row, so deterministic."""
+    candidates = scores if rows is None else scores[rows]
+    if len(candidates) > k:
+        picked = np.argpartition(-candidates, k - 1)[:k]
+    else:
+        picked = np.arange(len(candidates))
+    picked = picked[np.lexsort((picked, -candidates[picked]))]
+    return picked if rows is None else rows[picked]
 
 
 # -- the index --------------------------------------------------------------------------------
@@ -368,6 +372,9 @@ class EmbeddedIndex:
 
     def replace_documents(self, collection: str, updates: Sequence[DocumentUpdate]) -> None:
         """Replace several documents in one atomic version (one BM25 build instead of one per document)."""
+        doc_ids = [u.doc_id for u in updates]
+        if len(set(doc_ids)) != len(doc_ids):
+            raise ValueError(f"A document appears twice in one batch: {sorted(doc_ids)}")
         for update in updates:
             _check_chunks(collection, update)
         self._write(collection, updates=updates, deletions=(), create=True)
@@ -400,13 +407,13 @@ class EmbeddedIndex:
             return []
         scores = snap.bm25.get_scores_from_ids(token_ids)
         matching = np.flatnonzero(scores > 0)  # BM25 only returns documents containing a term
-        rows = _top_k_desc(scores, matching, k)
+        rows = _top_k_desc(scores, k, matching)
         return [(snap.chunks[r].id, float(scores[r])) for r in rows]
 
     def _dense_hits(self, snap: _Snapshot, query_vector: np.ndarray, k: int) -> list[Hit]:
         with self._matvec_lock:
             similarities = snap.vectors @ query_vector  # = 1 - cosine distance, both normalised
-        rows = _top_k_desc(similarities, np.arange(len(similarities)), k)
+        rows = _top_k_desc(similarities, k)
         return [(snap.chunks[r].id, float(similarities[r])) for r in rows]
 
     def _query_vector(

@@ -226,6 +226,8 @@ def test_chunks_must_belong_to_the_document(index):
         index.replace_document(COLL, "law", "x", RULES)
     with pytest.raises(ValueError, match="Duplicate chunk id"):
         index.replace_document(COLL, "law", "x", [LAW[0], LAW[0]])
+    with pytest.raises(ValueError, match="twice"):
+        index.replace_documents(COLL, [DocumentUpdate("law", "x", LAW), DocumentUpdate("law", "y", [])])
 
 
 def test_old_versions_are_cleaned_up(index):
@@ -425,3 +427,10 @@ def test_real_model_ranks_the_semantically_related_chunk_first(tmp_path):
     assert hits[0].chunk == RULES[0]
     hits = idx.hybrid_search("how much is the fine", collection=COLL, limit=3, alpha=1.0)
     assert hits[0].chunk == LAW[0]
+
+
+def test_top_k_is_best_first_with_ties_by_row():
+    scores = np.array([1.0, 3.0, 3.0, 2.0, 0.0], dtype=np.float32)
+    assert embedded._top_k_desc(scores, 3).tolist() == [1, 2, 3]
+    assert embedded._top_k_desc(scores, 10).tolist() == [1, 2, 3, 0, 4]
+    assert embedded._top_k_desc(scores, 2, np.array([0, 2, 3])).tolist() == [2, 3]

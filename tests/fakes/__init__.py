@@ -1,0 +1,1 @@
+"""Test doubles shared across tests (e.g. a fake Anthropic API server)."""
