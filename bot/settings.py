@@ -32,7 +32,7 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(default=200, ge=0)
 
     # Retrieval.
-    top_k: int = Field(default=5, ge=1, le=100)
+    top_k: int = Field(default=7, ge=1, le=100)  # dev set: context recall 0.93 at ~1,350 tokens (docs/RESULTS.md)
     fusion: Literal["rankedFusion", "relativeScoreFusion"] = "rankedFusion"
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)  # 0 = BM25 only, 1 = vectors only
     # Each side (dense, BM25) contributes this many candidates to fusion.

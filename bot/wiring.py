@@ -75,7 +75,8 @@ class Components:
 
         One instance per process, so the circuit breaker's state is shared across questions.
         """
-        return answer_generator_from_settings(self.settings, ExtractiveGenerator(self.term_stats))
+        extractive = ExtractiveGenerator(self.term_stats, embed_passages=self.embedder.embed_passages)
+        return answer_generator_from_settings(self.settings, extractive)
 
     @cached_property
     def pipeline(self) -> AnswerPipeline:
@@ -86,4 +87,5 @@ class Components:
             default_collection=self.settings.collection,
             count_tokens=self.embedder.count_tokens,
             limits=QuestionLimits(max_chars=self.settings.max_question_chars),
+            embed_query=self.index.embed_query,
         )

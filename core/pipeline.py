@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
+import numpy as np
+
 from core.followup import standalone_query
 from core.text import tokens
 from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
@@ -19,8 +21,13 @@ class Generator(Protocol):
     """Writes the answer from the retrieved contexts (extractive now; an LLM plugs in here)."""
 
     def generate(
-        self, question: str, contexts: Sequence[ScoredChunk], history: Sequence[Turn] = ()
-    ) -> Answer: ...
+        self,
+        question: str,
+        contexts: Sequence[ScoredChunk],
+        history: Sequence[Turn] = (),
+        query_vector: np.ndarray | None = None,
+    ) -> Answer:
+        """`query_vector` is the question's embedding, already computed for retrieval (may be None)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,7 @@ class AnswerPipeline:
         default_collection: str,
         count_tokens: Callable[[str], int],
         limits: QuestionLimits = QuestionLimits(),
+        embed_query: Callable[[str], np.ndarray] | None = None,
     ) -> None:
         self.index = index
         self.generator = generator
@@ -75,6 +83,7 @@ class AnswerPipeline:
         self.default_collection = default_collection
         self.count_tokens = count_tokens
         self.limits = limits
+        self.embed_query = embed_query
 
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -94,6 +103,9 @@ class AnswerPipeline:
         t = time.perf_counter()
         query = standalone_query(question, history)
         t = clock.lap("rewrite", t)
+        # Embedded once, used by retrieval and by answer selection.
+        vector = self.embed_query(query) if self.embed_query else None
+        t = clock.lap("embed", t)
         # Ask for more than k: the same provision often appears in two documents (e.g. the law as
         # enacted and as codified); duplicates are dropped before the cut to k.
         found = self.index.hybrid_search(
@@ -102,10 +114,11 @@ class AnswerPipeline:
             limit=self.params.top_k * 2,
             fusion=self.params.fusion,  # type: ignore[arg-type]
             alpha=self.params.alpha,
+            vector=vector,
         )
         contexts = drop_near_duplicates(found)[: self.params.top_k]
         t = clock.lap("retrieve", t)
-        answer = self.generator.generate(query, contexts, history)
+        answer = self.generator.generate(query, contexts, history, vector)
         answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in contexts)
         clock.lap("generate", t)
         return PipelineResult(

@@ -133,6 +133,7 @@ def test_gold_fields_never_reach_answerer_or_output(tmp_path):
         "complexity",
         "params",
         "usage",
+        "diagnostics",
         "timings_ms",
     }
     assert set(rows[0]) == expected_keys
@@ -143,7 +144,10 @@ def test_gold_fields_never_reach_answerer_or_output(tmp_path):
         "quote": "conducted no more than one year",
     }
     assert rows[0]["contexts"][0]["chunk_id"] == "c1" and rows[0]["contexts"][0]["kind"] == "chunk"
-    assert rows[0]["usage"] == {"context_tokens": 17, "input_tokens": 20, "output_tokens": 5}
+    assert rows[0]["usage"] == {
+        "context_tokens": 17, "input_tokens": 20, "output_tokens": 5,
+        "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+    }
     assert rows[0]["timings_ms"]["total"] == 4.5
 
 

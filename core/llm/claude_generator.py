@@ -92,7 +92,11 @@ class ClaudeGenerator:
     # -- Generator -----------------------------------------------------------------------------
 
     def generate(
-        self, question: str, contexts: Sequence[ScoredChunk], history: Sequence[Turn] = ()
+        self,
+        question: str,
+        contexts: Sequence[ScoredChunk],
+        history: Sequence[Turn] = (),
+        query_vector: Any = None,
     ) -> Answer:
         documents = [sc for sc in contexts if sc.chunk.text.strip()]
         if not documents:

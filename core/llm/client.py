@@ -368,15 +368,19 @@ class FallbackGenerator:
         self.failures = 0
 
     def generate(
-        self, question: str, contexts: Sequence[ScoredChunk], history: Sequence[Turn] = ()
+        self,
+        question: str,
+        contexts: Sequence[ScoredChunk],
+        history: Sequence[Turn] = (),
+        query_vector: Any = None,
     ) -> Answer:
         try:
-            return self.primary.generate(question, contexts, history)
+            return self.primary.generate(question, contexts, history, query_vector)
         except Exception as exc:  # noqa: BLE001 - nothing may reach the caller
             error = exc
         self.failures += 1
         self._record(question, error)
-        return self._fallback_answer(question, contexts, history, error)
+        return self._fallback_answer(question, contexts, history, error, query_vector)
 
     def _record(self, question: str, error: BaseException) -> None:
         if self.recorder is None:
@@ -387,11 +391,16 @@ class FallbackGenerator:
             log.exception("could not record an LLM failure")
 
     def _fallback_answer(
-        self, question: str, contexts: Sequence[ScoredChunk], history: Sequence[Turn], error: BaseException
+        self,
+        question: str,
+        contexts: Sequence[ScoredChunk],
+        history: Sequence[Turn],
+        error: BaseException,
+        query_vector: Any = None,
     ) -> Answer:
         reason = error.reason if isinstance(error, LLMError) else "unexpected error"
         try:
-            answer = self.fallback.generate(question, contexts, history)
+            answer = self.fallback.generate(question, contexts, history, query_vector)
         except Exception:  # noqa: BLE001
             log.exception("fallback generator failed")
             return Answer(

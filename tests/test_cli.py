@@ -1,0 +1,121 @@
+"""The `hypa` CLI end to end on the real LL144 corpus and the real embedding model."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+MIRROR = Path(os.environ.get("HYPA_CORPUS_MIRROR", ROOT.parent / "shared" / "data" / "corpus"))
+
+pytestmark = [
+    pytest.mark.corpus,
+    pytest.mark.model,
+    pytest.mark.skipif(
+        not (MIRROR / "ll144" / "LL144_rules.pdf").is_file(), reason=f"LL144 PDFs not found under {MIRROR}"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("hypa-data")
+
+
+@pytest.fixture(scope="module")
+def env(data_dir: Path) -> dict[str, str]:
+    return {"HYPA_DATA_DIR": str(data_dir), "HYPA_CORPUS_MIRROR": str(MIRROR), "HF_HUB_OFFLINE": "1"}
+
+
+@pytest.fixture(scope="module")
+def built(env) -> dict[str, str]:
+    result = CliRunner().invoke(app, ["index", "build", "ll144"], env=env)
+    assert result.exit_code == 0, result.output
+    return env
+
+
+def test_index_build_is_idempotent(built):
+    again = CliRunner().invoke(app, ["index", "build", "ll144"], env=built)
+    assert again.exit_code == 0, again.output
+    assert "unchanged" in again.output and "added" not in again.output
+
+
+def test_ask_json_in_a_new_process(built):
+    """The documented interface: one JSON object with answer, refused, citations (quote), contexts (text)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot", "ask", "How many business days before use must candidates be notified?",
+         "--collection", "ll144", "--json"],
+        cwd=ROOT, env={**os.environ, **built}, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    assert record["refused"] is False
+    assert "ten business days" in record["answer"] or "10 business days" in record["answer"]
+    texts = {c["chunk_id"]: c["text"] for c in record["contexts"]}
+    assert record["citations"], record
+    for citation in record["citations"]:
+        assert citation["quote"] in texts[citation["chunk_id"]]
+        assert citation["label"].startswith(("Admin. Code §", "6 RCNY §"))
+
+
+def test_out_of_scope_question_is_refused(built):
+    result = CliRunner().invoke(
+        app, ["ask", "What was the general sentiment of the comments in 'Candidate for Promotion' hearings?", "--json"], env=built
+    )
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["refused"] is True and record["citations"] == []
+
+
+def test_unknown_collection_is_a_clear_error(built):
+    result = CliRunner().invoke(app, ["ask", "What is a bias audit?", "--collection", "gdpr"], env=built)
+    assert result.exit_code == 1
+    assert "collection 'gdpr' is not in the index" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_corrupt_pdf_is_rejected_and_index_kept(built, tmp_path: Path):
+    bad = tmp_path / "broken.pdf"
+    bad.write_bytes(b"%PDF-1.7\n this is not really a pdf \x00\x01")
+    result = CliRunner().invoke(app, ["ingest", str(bad), "--collection", "ll144"], env=built)
+    assert result.exit_code == 1
+    assert "broken.pdf" in result.output and "index unchanged" in result.output
+    listing = CliRunner().invoke(app, ["index", "list"], env=built)
+    assert "ll144" in listing.output
+
+
+def test_ingest_own_markdown_regulation(built, tmp_path: Path):
+    doc = tmp_path / "widget-rules.md"
+    doc.write_text(
+        "# Widget Safety Rules\n\n## Section 1. Scope.\n\n(a) These rules apply to every seller of widgets.\n\n"
+        "## Section 2. Labels.\n\n(a) A seller shall attach a safety label to each widget before sale.\n"
+        "(b) The label must state the maximum load in kilograms.\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["ingest", str(doc), "--collection", "widgets"], env=built)
+    assert result.exit_code == 0, result.output
+    ask = CliRunner().invoke(app, ["ask", "What must the label state?", "--collection", "widgets", "--json"], env=built)
+    record = json.loads(ask.stdout)
+    assert record["refused"] is False and "maximum load" in record["answer"]
+
+
+def test_chat_understands_a_follow_up(built):
+    session = "I want to know how an employer can provide notice to candidates for employment.\nWhat are the available methods?\n/quit\n"
+    result = CliRunner().invoke(app, ["chat"], input=session, env=built)
+    assert result.exit_code == 0, result.output
+    follow_up_answer = result.output.split("What are the available methods?")[-1] if "What are the available methods?" in result.output else result.output
+    assert "job posting" in result.output or "U.S. mail" in result.output, follow_up_answer
+
+
+def test_demo_answers_three_questions(built):
+    result = CliRunner().invoke(app, ["demo"], env=built)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("answer") >= 3
+    assert "bias audit" in result.output
