@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bot.cli_classifier import classifier_app
 from bot.settings import Settings
 
 app = typer.Typer(
@@ -32,6 +33,7 @@ eval_app = typer.Typer(help="Run a question set through the pipeline and score i
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(index_app, name="index")
 app.add_typer(eval_app, name="eval")
+app.add_typer(classifier_app, name="classifier")
 
 out = Console()
 err = Console(stderr=True)
@@ -190,6 +192,28 @@ def index_list() -> None:
 # --- questions ----------------------------------------------------------------------------------
 
 
+CONFIG_HELP = (
+    "Retrieval parameters: default (HYPA_TOP_K, no rewrites), fixed-k3, fixed-k5, fixed-k7, fixed-k10, "
+    "pa-2class, pa-3class (parameter-adaptive: a complexity classifier picks top-k and rewrites) "
+    "[default: HYPA_RETRIEVAL_CONFIG]."
+)
+
+
+def _checked_config(name: Optional[str]) -> Optional[str]:
+    """The config name if it exists (clear error listing the known ones otherwise)."""
+    if name is None or name == "default":
+        return name
+    from core.params import ConfigError, load_configs
+
+    try:
+        known = load_configs()
+    except ConfigError as exc:
+        _fail(str(exc))
+    if name not in known:
+        _fail(f"unknown --config {name!r}; available: default, {', '.join(sorted(known))}")
+    return name
+
+
 def _print_result(result, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(result.to_record(), ensure_ascii=False) + "\n")
@@ -218,12 +242,13 @@ def ask(
     top_k: Optional[int] = typer.Option(None, "--top-k", min=1, max=100, help="Chunks given to the generator."),
     fusion: Optional[str] = typer.Option(None, "--fusion", help="rankedFusion or relativeScoreFusion."),
     alpha: Optional[float] = typer.Option(None, "--alpha", min=0.0, max=1.0, help="0 = BM25 only, 1 = vectors only."),
+    config: Optional[str] = typer.Option(None, "--config", help=CONFIG_HELP),
 ) -> None:
     """Answer one question with cited provisions."""
     settings = _settings()
     if fusion not in (None, "rankedFusion", "relativeScoreFusion"):
         _fail("--fusion must be rankedFusion or relativeScoreFusion")
-    components = _components(settings, top_k=top_k, fusion=fusion, alpha=alpha)
+    components = _components(settings, top_k=top_k, fusion=fusion, alpha=alpha, config=_checked_config(config))
     collection = collection or settings.collection
     _check_collection(components, collection)
     _print_result(components.pipeline.answer(question, collection=collection), as_json)
@@ -262,21 +287,23 @@ def eval_run(
     dataset: Path = typer.Argument(..., help="JSONL with id, question, optional conversation_history."),
     out_path: Path = typer.Option(..., "--out", "-o", help="Where to write one JSON result per row."),
     collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Collection to search."),
-    config: str = typer.Option("default", "--config", help="Retrieval configuration (only 'default' until parameter-adaptive configs land)."),
-    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, max=100),
+    config: Optional[str] = typer.Option(None, "--config", help=CONFIG_HELP),
+    top_k: Optional[int] = typer.Option(None, "--top-k", min=1, max=100, help="Fixed top-k (with --config default)."),
+    no_rewrite: bool = typer.Option(False, "--no-rewrite", help="Search the question exactly as asked (ablation)."),
 ) -> None:
     """Answer every row of DATASET with the same pipeline the bots use (reference fields are never read)."""
     from core.eval import DatasetError, run_eval
 
-    if config != "default":
-        _fail(f"unknown --config {config!r}; available: default")
     if not dataset.is_file():
         _fail(f"no such dataset: {dataset}")
     settings = _settings()
-    components = _components(settings, top_k=top_k)
+    components = _components(settings, top_k=top_k, config=_checked_config(config), no_rewrite=no_rewrite or None)
     collection = collection or settings.collection
     _check_collection(components, collection)
     out_path.parent.mkdir(parents=True, exist_ok=True)
+    # Load the model and the collection before the clock starts: latency is per question, not start-up.
+    components.embedder.embed_queries(["warm up"])
+    components.term_stats(collection)
     try:
         summary = run_eval(dataset, out_path, components.pipeline, collection, progress=True)
     except DatasetError as exc:

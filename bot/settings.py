@@ -45,6 +45,16 @@ class Settings(BaseSettings):
     # Questions longer than this are refused with a clear message instead of being truncated silently.
     max_question_chars: int = Field(default=4000, ge=100)
 
+    # Retrieval parameters: "default" = fixed HYPA_TOP_K, no query rewrites; or a config name from
+    # bot/retrieval_configs.toml (fixed-k3/5/7/10, pa-2class, pa-3class).
+    retrieval_config: str = "default"
+
+    # Query-complexity classifier (parameter-adaptive retrieval): training data and model kind.
+    classifier_train_csv: Path = Field(
+        default=PROJECT_ROOT.parent / "shared" / "data" / "classifier" / "complexity_train.csv"
+    )
+    classifier_kind: Literal["auto", "tfidf-svm", "tfidf-lr", "embed-lr"] = "auto"
+
     # Cross-encoder reranking of the fused candidates (a local model folder, e.g. bge-reranker-large);
     # empty = disabled. Never downloaded.
     reranker_model: str = ""

@@ -8,7 +8,12 @@ from functools import cached_property
 from bot.settings import Settings
 from core.extractive import ExtractiveGenerator
 from core.llm.claude_generator import answer_generator_from_settings
+from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
+from core.complexity import ensure_classifier
+from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, QuestionLimits
+from core.rerank import reranker_from_settings
+from core.rewriter import NoRewriter, OfflineRewriter
 from core.termstats import TermStats
 from core.types import RetrievalParams
 from storage.embedded import EmbeddedIndex
@@ -62,12 +67,26 @@ class Components:
         return TermStatsCache(self.index)
 
     def retrieval_params(self) -> RetrievalParams:
+        """The fixed parameters from settings (and command-line overrides)."""
         s = self.settings
         return RetrievalParams(
             top_k=self.overrides.get("top_k") or s.top_k,
             fusion=self.overrides.get("fusion") or s.fusion,
             alpha=s.alpha if self.overrides.get("alpha") is None else self.overrides["alpha"],
         )
+
+    def param_policy(self) -> ParamPolicy:
+        """`default` = the settings' fixed top_k with no rewrites; any other name is a config of
+        bot/retrieval_configs.toml (fixed-k*, pa-2class, pa-3class)."""
+        name = self.overrides.get("config") or self.settings.retrieval_config
+        base = self.retrieval_params()
+        if name == "default":
+            return FixedPolicy(base)
+        config = get_config(name)
+        classifier = None
+        if config.adaptive:
+            classifier = ensure_classifier(self.settings, config.classes, embed=self.embedder.embed_queries)
+        return ConfigPolicy(config, base, classifier)
 
     @cached_property
     def generator(self) -> Generator:
@@ -80,12 +99,16 @@ class Components:
 
     @cached_property
     def pipeline(self) -> AnswerPipeline:
+        s = self.settings
         return AnswerPipeline(
             self.index,
             self.generator,
-            self.retrieval_params(),
-            default_collection=self.settings.collection,
+            self.param_policy(),
+            default_collection=s.collection,
             count_tokens=self.embedder.count_tokens,
-            limits=QuestionLimits(max_chars=self.settings.max_question_chars),
-            embed_query=self.index.embed_query,
+            limits=QuestionLimits(max_chars=s.max_question_chars),
+            embed_queries=self.embedder.embed_queries,
+            rewriter=NoRewriter() if self.overrides.get("no_rewrite") else OfflineRewriter(),
+            reranker=reranker_from_settings(s),
+            rerank_candidates=s.reranker_candidates,
         )

@@ -6,14 +6,17 @@ sequences them, validates the question and times each stage.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from core.followup import standalone_query
+from core.adaptive import FixedPolicy, ParamPolicy
+from core.rerank import NoReranker, Reranker
+from core.rewriter import OfflineRewriter, QueryRewriter
 from core.text import tokens
 from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
+from storage.fusion import reciprocal_rank_fusion
 from storage.index import ChunkIndex
 
 
@@ -70,20 +73,26 @@ class AnswerPipeline:
         self,
         index: ChunkIndex,
         generator: Generator,
-        params: RetrievalParams,
+        params: RetrievalParams | ParamPolicy,
         *,
         default_collection: str,
         count_tokens: Callable[[str], int],
         limits: QuestionLimits = QuestionLimits(),
-        embed_query: Callable[[str], np.ndarray] | None = None,
+        embed_queries: Callable[[list[str]], np.ndarray] | None = None,
+        rewriter: QueryRewriter | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = 20,
     ) -> None:
         self.index = index
         self.generator = generator
-        self.params = params
+        self.policy: ParamPolicy = FixedPolicy(params) if isinstance(params, RetrievalParams) else params
         self.default_collection = default_collection
         self.count_tokens = count_tokens
         self.limits = limits
-        self.embed_query = embed_query
+        self.embed_queries = embed_queries
+        self.rewriter: QueryRewriter = rewriter or OfflineRewriter()
+        self.reranker = reranker if reranker is not None and not isinstance(reranker, NoReranker) else None
+        self.rerank_candidates = rerank_candidates
 
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -92,43 +101,74 @@ class AnswerPipeline:
         question = question.strip()
         problem = self._validate(question)
         if problem:
+            params, _ = self.policy.select(question, None)
             return PipelineResult(
                 question=question,
                 answer=Answer(text=problem, refused=True, model="none", note="invalid question"),
                 contexts=[],
                 queries=[],
-                params=self.params,
+                params=params,
                 timings_ms=clock.total(),
             )
         t = time.perf_counter()
-        query = standalone_query(question, history)
+        # One rewrite for the most queries any question may get; the label then decides how many are used.
+        rewrite = self.rewriter.rewrite(question, history, self.policy.max_queries - 1)
         t = clock.lap("rewrite", t)
-        # Embedded once, used by retrieval and by answer selection.
-        vector = self.embed_query(query) if self.embed_query else None
+        vectors = self.embed_queries([rewrite.standalone, *rewrite.sub_queries]) if self.embed_queries else None
         t = clock.lap("embed", t)
-        # Ask for more than k: the same provision often appears in two documents (e.g. the law as
-        # enacted and as codified); duplicates are dropped before the cut to k.
-        found = self.index.hybrid_search(
-            query,
-            collection=collection or self.default_collection,
-            limit=self.params.top_k * 2,
-            fusion=self.params.fusion,  # type: ignore[arg-type]
-            alpha=self.params.alpha,
-            vector=vector,
-        )
-        contexts = drop_near_duplicates(found)[: self.params.top_k]
+        params, complexity = self.policy.select(rewrite.standalone, None if vectors is None else vectors[0])
+        if self.reranker is not None:
+            params = replace(params, rerank=True)
+        t = clock.lap("classify", t)
+        queries = [rewrite.standalone, *rewrite.sub_queries[: params.q - 1]]
+        contexts = self._retrieve(queries, vectors, params, collection or self.default_collection)
         t = clock.lap("retrieve", t)
-        answer = self.generator.generate(query, contexts, history, vector)
+        if self.reranker is not None:
+            contexts = self.reranker.rerank(rewrite.standalone, contexts, params.top_k)
+            t = clock.lap("rerank", t)
+        contexts = contexts[: params.top_k]
+        answer = self.generator.generate(
+            rewrite.standalone, contexts, history, None if vectors is None else vectors[0]
+        )
         answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in contexts)
         clock.lap("generate", t)
         return PipelineResult(
             question=question,
             answer=answer,
             contexts=list(contexts),
-            queries=[query],
-            params=self.params,
+            queries=queries,
+            params=params,
+            complexity=complexity,
             timings_ms=clock.total(),
         )
+
+    def _retrieve(
+        self, queries: list[str], vectors: np.ndarray | None, params: RetrievalParams, collection: str
+    ) -> list[ScoredChunk]:
+        """Hybrid search per query, every list fused by reciprocal rank, duplicates dropped.
+
+        More than k candidates are kept: the same provision often appears in two documents (the
+        law as enacted and as codified), and a reranker needs a pool to choose from.
+        """
+        pool = max(params.top_k * 2, self.rerank_candidates if self.reranker is not None else 0)
+        lists = [
+            self.index.hybrid_search(
+                query,
+                collection=collection,
+                limit=pool,
+                fusion=params.fusion,  # type: ignore[arg-type]
+                alpha=params.alpha,
+                vector=None if vectors is None else vectors[i],
+            )
+            for i, query in enumerate(queries)
+        ]
+        if len(lists) == 1:
+            found = lists[0]
+        else:
+            by_id = {sc.chunk.id: sc.chunk for hits in lists for sc in hits}
+            fused = reciprocal_rank_fusion([[(sc.chunk.id, sc.score) for sc in hits] for hits in lists])
+            found = [ScoredChunk(by_id[chunk_id], score) for chunk_id, score in fused[:pool]]
+        return drop_near_duplicates(found)
 
     def _validate(self, question: str) -> str | None:
         if not question:

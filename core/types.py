@@ -76,11 +76,17 @@ class Answer:
     diagnostics: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RetrievalParams:
     top_k: int
     fusion: str
     alpha: float
+    q: int = 1  # queries searched: the question + (q - 1) rewrites
+    kg_keywords: int = 0  # K, for the knowledge-graph retriever
+    kg_depth: int = 0  # S
+    config: str = "default"
+    fallback: bool = False  # an adaptive config without a classifier label used its fallback row
+    rerank: bool = False
 
 
 @dataclass

@@ -130,3 +130,16 @@ def fuse(
     if method == "relativeScoreFusion":
         return relative_score_fusion(keyword, vector, alpha)
     raise ValueError(f"unknown fusion method {method!r}; expected one of {', '.join(FUSION_METHODS)}")
+
+
+def reciprocal_rank_fusion(result_lists: Sequence[Sequence[Hit]]) -> list[Hit]:
+    """Fuse any number of ranked lists (one per query): each list adds `1 / (rank + 60)`, rank from 0.
+
+    Every list counts (the HyPA-RAG authors' code kept only the first N lists, dropping BM25
+    results whenever no rewriter ran). The same ordering rules as ranked_fusion apply to ties.
+    """
+    fused: dict[str, _Fused] = {}
+    for hits in result_lists:
+        for rank, (doc_id, original) in enumerate(hits):
+            _accumulate(fused, doc_id, np.float32(1.0 / (rank + RANK_CONSTANT)), original)
+    return _ordered(fused)
