@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,6 @@ sys.path.insert(0, str(ROOT))
 from bot.corpus import fetch_corpus  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 from bot.wiring import Components  # noqa: E402
-from core.ingestion import ingest_file  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -42,14 +40,7 @@ def ingest(components: Components, corpus: str) -> float:
     components.embedder.embed_queries(["warm up"])  # model load is reported separately
     t = time.perf_counter()
     for f in files:
-        outcome = ingest_file(
-            f.path,
-            collection=corpus,
-            index=components.index,
-            chunk_tokens=s.chunk_tokens,
-            chunk_overlap=s.chunk_overlap,
-            count_tokens=components.embedder.count_tokens,
-        )
+        outcome = components.ingest(f.path, corpus)
         assert outcome.status != "failed", outcome.error
     return time.perf_counter() - t
 

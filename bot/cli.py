@@ -111,9 +111,8 @@ def corpus_fetch(
 
 def _ingest(components, paths: list[Path], collection: str) -> int:
     """Ingest files with a progress bar; returns the number of failures."""
-    from core.ingestion import expand_paths, ingest_file
+    from core.ingestion import expand_paths
 
-    settings = components.settings
     files = expand_paths(paths)
     missing = [p for p in files if not p.exists()]
     if missing:
@@ -125,14 +124,7 @@ def _ingest(components, paths: list[Path], collection: str) -> int:
         task = progress.add_task(f"ingesting into '{collection}'", total=len(files))
         for path in files:
             progress.update(task, description=f"ingesting {path.name}")
-            outcome = ingest_file(
-                path,
-                collection=collection,
-                index=components.index,
-                chunk_tokens=settings.chunk_tokens,
-                chunk_overlap=settings.chunk_overlap,
-                count_tokens=components.embedder.count_tokens,
-            )
+            outcome = components.ingest(path, collection)
             progress.advance(task)
             if outcome.status == "failed":
                 failures += 1

@@ -2,22 +2,23 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from bot.settings import Settings
-from core.extractive import ExtractiveGenerator
-from core.llm.claude_generator import answer_generator_from_settings
+from core.extractive import ExtractiveGenerator, candidate_sentences
+from core.ingestion import IngestOutcome, ingest_file
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
-from core.complexity import ensure_classifier
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, QuestionLimits
 from core.rerank import reranker_from_settings
-from core.rewriter import NoRewriter, OfflineRewriter
+from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
 from core.termstats import TermStats
 from core.types import RetrievalParams
 from storage.embedded import EmbeddedIndex
 from storage.embedder import Embedder
+from storage.sentence_vectors import SentenceVectorStore
 
 
 class TermStatsCache:
@@ -63,8 +64,25 @@ class Components:
         )
 
     @cached_property
+    def sentence_vectors(self) -> SentenceVectorStore:
+        return SentenceVectorStore(self.settings.data_dir / "sentence_vectors", self.embedder.embed_passages)
+
+    @cached_property
     def term_stats(self) -> TermStatsCache:
         return TermStatsCache(self.index)
+
+    def ingest(self, path: Path, collection: str) -> IngestOutcome:
+        """Chunk one file into the index and embed the sentences answers may quote from it."""
+        s = self.settings
+        return ingest_file(
+            path,
+            collection=collection,
+            index=self.index,
+            chunk_tokens=s.chunk_tokens,
+            chunk_overlap=s.chunk_overlap,
+            count_tokens=self.embedder.count_tokens,
+            after_replace=lambda chunks: self.sentence_vectors.add(candidate_sentences(chunks)),
+        )
 
     def retrieval_params(self) -> RetrievalParams:
         """The fixed parameters from settings (and command-line overrides)."""
@@ -85,6 +103,8 @@ class Components:
         config = get_config(name)
         classifier = None
         if config.adaptive:
+            from core.complexity import ensure_classifier  # scikit-learn: only for adaptive configs
+
             classifier = ensure_classifier(self.settings, config.classes, embed=self.embedder.embed_queries)
         return ConfigPolicy(config, base, classifier)
 
@@ -94,8 +114,21 @@ class Components:
 
         One instance per process, so the circuit breaker's state is shared across questions.
         """
-        extractive = ExtractiveGenerator(self.term_stats, embed_passages=self.embedder.embed_passages)
+        extractive = ExtractiveGenerator(self.term_stats, sentence_vectors=self.sentence_vectors)
+        if not self.settings.anthropic_api_key:
+            return extractive  # and the anthropic SDK (2 s to import) stays unloaded
+        from core.llm.claude_generator import answer_generator_from_settings
+
         return answer_generator_from_settings(self.settings, extractive)
+
+    def rewriter(self) -> QueryRewriter:
+        if self.overrides.get("no_rewrite"):
+            return NoRewriter()
+        if not self.settings.anthropic_api_key:
+            return OfflineRewriter()
+        from core.llm.rewriter import rewriter_from_settings
+
+        return rewriter_from_settings(self.settings)
 
     @cached_property
     def pipeline(self) -> AnswerPipeline:
@@ -108,7 +141,7 @@ class Components:
             count_tokens=self.embedder.count_tokens,
             limits=QuestionLimits(max_chars=s.max_question_chars),
             embed_queries=self.embedder.embed_queries,
-            rewriter=NoRewriter() if self.overrides.get("no_rewrite") else OfflineRewriter(),
+            rewriter=self.rewriter(),
             reranker=reranker_from_settings(s),
             rerank_candidates=s.reranker_candidates,
         )

@@ -7,9 +7,8 @@ generator abstains and cites nothing.
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -72,12 +71,12 @@ class ExtractiveGenerator:
         self,
         term_stats: Callable[[str], TermStats],
         config: ExtractiveConfig = ExtractiveConfig(),
-        embed_passages: Callable[[list[str]], np.ndarray] | None = None,
+        sentence_vectors: SentenceVectors | None = None,
     ) -> None:
         # term_stats(collection) -> statistics of that collection (cached by the caller).
         self._term_stats = term_stats
         self.config = config
-        self._sentence_vectors = _VectorCache(embed_passages) if embed_passages else None
+        self._sentence_vectors = sentence_vectors
 
     def generate(
         self,
@@ -204,26 +203,14 @@ class ExtractiveGenerator:
         return Answer(text=text, refused=True, citations=[], model=self.model_name)
 
 
-class _VectorCache:
-    """Sentence embeddings, kept across questions: the same provisions come back again and again."""
+class SentenceVectors(Protocol):
+    def get(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalised embedding per text (storage/sentence_vectors.py)."""
 
-    def __init__(self, embed: Callable[[list[str]], np.ndarray], max_items: int = 50_000) -> None:
-        self._embed = embed
-        self._max_items = max_items
-        self._vectors: dict[str, np.ndarray] = {}
-        self._lock = threading.Lock()
 
-    def get(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if missing:
-            fresh = self._embed(missing)
-            with self._lock:
-                if len(self._vectors) + len(missing) > self._max_items:
-                    self._vectors.clear()  # rare; a full rebuild beats LRU bookkeeping here
-                self._vectors.update(zip(missing, fresh))
-        with self._lock:
-            return np.stack([self._vectors[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+def candidate_sentences(chunks: Sequence[Chunk]) -> list[str]:
+    """The texts the generator may quote from these chunks (ingest embeds them ahead of time)."""
+    return [s.text for s in _sentences(list(chunks))]
 
 
 def _sentences(chunks: list[Chunk]) -> list[_Sentence]:

@@ -13,6 +13,7 @@ from typing import Callable, Iterable, Literal
 
 from core.ingest.chunker import chunk_document
 from core.ingest.loaders import DocumentError, load_document
+from core.types import Chunk
 from storage.index import ChunkIndex
 
 SUPPORTED_SUFFIXES = (".pdf", ".md", ".markdown", ".txt", ".html", ".htm")
@@ -52,12 +53,16 @@ def ingest_file(
     chunk_tokens: int,
     chunk_overlap: int,
     count_tokens: Callable[[str], int],
+    after_replace: Callable[[list[Chunk]], None] | None = None,
 ) -> IngestOutcome:
+    """`after_replace(chunks)` runs once the document is in the index (e.g. to embed its sentences)."""
     doc_id = doc_id_for(path)
     try:
         doc = load_document(path)
         previous = index.document_hash(collection, doc_id)
         if previous == doc.content_hash:
+            if after_replace is not None:  # idempotent: fills in what an older version may lack
+                after_replace([c for c in index.chunks(collection) if c.doc_id == doc_id])
             return IngestOutcome(path, doc_id, "unchanged")
         chunks = chunk_document(
             doc,
@@ -70,6 +75,8 @@ def ingest_file(
         if not chunks:
             raise DocumentError(f"{path.name}: no text could be chunked")
         index.replace_document(collection, doc_id, doc.content_hash, chunks)
+        if after_replace is not None:
+            after_replace(chunks)
     except DocumentError as exc:
         return IngestOutcome(path, doc_id, "failed", error=str(exc))
     return IngestOutcome(path, doc_id, "replaced" if previous else "added", chunks=len(chunks))

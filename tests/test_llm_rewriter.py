@@ -34,8 +34,6 @@ from tests.fakes.anthropic_server import (
     message,
     overloaded,
     reply,
-    text_block,
-    usage,
 )
 
 pytestmark = pytest.mark.timeout(30)

@@ -258,7 +258,10 @@ def client_from_settings(
 ) -> ClaudeClient:
     """A ClaudeClient configured like `answer_generator_from_settings` does (same settings fields
     and defaults); `timeout_s`/`total_budget_s` override the per-attempt timeout and total budget."""
-    s = lambda name, default: _setting(settings, name, default)  # noqa: E731
+
+    def s(name: str, default: Any) -> Any:
+        return _setting(settings, name, default)
+
     return ClaudeClient(
         ClientConfig(
             api_key=getattr(settings, "anthropic_api_key", "") or "",
