@@ -2,19 +2,14 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Optional
 
-# Offline by default: nothing in this project may download model weights at run time.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# First: bot.cli_common sets the offline environment before anything imports Hugging Face code.
+from bot.cli_common import err, fail as _fail, load_settings as _settings, out  # isort: skip
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -35,26 +30,12 @@ app.add_typer(index_app, name="index")
 app.add_typer(eval_app, name="eval")
 app.add_typer(classifier_app, name="classifier")
 
-out = Console()
-err = Console(stderr=True)
 
 SAMPLE_QUESTIONS = (
     "Do I need a bias audit before using an automated employment decision tool?",
     "How many business days before using an AEDT must candidates be notified?",
     "What are the civil penalties for violating the law?",
 )
-
-
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        _fail("invalid settings:\n" + "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
-
-
-def _fail(message: str, code: int = 1) -> "typer.Exit":
-    err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 def _components(settings: Settings, **overrides):

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# First: bot.cli_common sets the offline environment before anything imports Hugging Face code.
+from bot.cli_common import err, fail as _fail, load_settings as _settings, out  # isort: skip
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -27,20 +23,6 @@ classifier_app = typer.Typer(
     no_args_is_help=True,
 )
 
-out = Console()
-err = Console(stderr=True)
-
-
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        _fail("invalid settings:\n" + "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
-
-
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 def _class_list(classes: str) -> list[int]:

@@ -33,11 +33,11 @@ from typing import Any, Sequence
 from core.extractive import REFUSAL_TEXT
 from core.llm.client import (
     ClaudeClient,
-    ClientConfig,
+    _setting,
+    client_from_settings,
     FallbackGenerator,
     LLMError,
     LLMRefusal,
-    RetryPolicy,
     UngroundedAnswerError,
     model_request_options,
 )
@@ -314,25 +314,9 @@ def answer_generator_from_settings(settings: Any, fallback: Any, recorder: Any =
         return fallback
 
     def s(name: str, default: Any) -> Any:
-        value = getattr(settings, name, default)
-        return default if value is None and default is not None else value
+        return _setting(settings, name, default)
 
-    client = ClaudeClient(
-        ClientConfig(
-            api_key=api_key,
-            base_url=s("anthropic_base_url", "") or None,
-            timeout_s=float(s("llm_timeout_s", 30.0)),
-            total_budget_s=float(s("llm_total_budget_s", 60.0)),
-            retry=RetryPolicy(
-                max_retries=int(s("llm_max_retries", 2)),
-                base_delay_s=float(s("llm_backoff_base_s", 0.5)),
-                max_delay_s=float(s("llm_backoff_max_s", 8.0)),
-                max_retry_after_s=float(s("llm_max_retry_after_s", 20.0)),
-            ),
-            circuit_failure_threshold=int(s("circuit_failure_threshold", 5)),
-            circuit_reset_s=float(s("circuit_reset_s", 30.0)),
-        )
-    )
+    client = client_from_settings(settings)
     generator = ClaudeGenerator(
         client,
         ClaudeGeneratorConfig(

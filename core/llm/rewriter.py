@@ -31,11 +31,11 @@ from typing import Any, Sequence
 
 from core.llm.client import (
     ClaudeClient,
-    ClientConfig,
     LLMError,
     LLMRefusal,
     MalformedResponseError,
-    RetryPolicy,
+    _setting,
+    client_from_settings,
     model_request_options,
 )
 from core.llm.prompts import load_prompt
@@ -246,38 +246,6 @@ def _key(text: str) -> str:
 
 
 # --- wiring -----------------------------------------------------------------------------------
-
-
-def _setting(settings: Any, name: str, default: Any) -> Any:
-    value = getattr(settings, name, default)
-    return default if value is None and default is not None else value
-
-
-def client_from_settings(
-    settings: Any, *, timeout_s: float | None = None, total_budget_s: float | None = None
-) -> ClaudeClient:
-    """A ClaudeClient configured like `answer_generator_from_settings` does (same settings fields
-    and defaults); `timeout_s`/`total_budget_s` override the per-attempt timeout and total budget."""
-
-    def s(name: str, default: Any) -> Any:
-        return _setting(settings, name, default)
-
-    return ClaudeClient(
-        ClientConfig(
-            api_key=getattr(settings, "anthropic_api_key", "") or "",
-            base_url=s("anthropic_base_url", "") or None,
-            timeout_s=float(timeout_s if timeout_s is not None else s("llm_timeout_s", 30.0)),
-            total_budget_s=float(total_budget_s if total_budget_s is not None else s("llm_total_budget_s", 60.0)),
-            retry=RetryPolicy(
-                max_retries=int(s("llm_max_retries", 2)),
-                base_delay_s=float(s("llm_backoff_base_s", 0.5)),
-                max_delay_s=float(s("llm_backoff_max_s", 8.0)),
-                max_retry_after_s=float(s("llm_max_retry_after_s", 20.0)),
-            ),
-            circuit_failure_threshold=int(s("circuit_failure_threshold", 5)),
-            circuit_reset_s=float(s("circuit_reset_s", 30.0)),
-        )
-    )
 
 
 def rewriter_from_settings(settings: Any, *, client: ClaudeClient | None = None, recorder: Any = None) -> QueryRewriter:

@@ -1,0 +1,38 @@
+"""What every `hypa` sub-command shares: offline environment, consoles, settings loading, clear errors."""
+from __future__ import annotations
+
+import os
+
+# Offline by default: nothing in this project may download model weights at run time.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import typer  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+from rich.console import Console  # noqa: E402
+
+from bot.settings import Settings  # noqa: E402
+
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print a one-line error (no traceback) and exit."""
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = (f"  {_variable(e['loc'])}: {e['msg']}" for e in exc.errors())
+        fail("invalid settings (environment or .env):\n" + "\n".join(problems))
+
+
+def _variable(loc: tuple) -> str:
+    """The environment variable a settings field is read from (HYPA_ prefix, upper case)."""
+    name = str(loc[0]) if loc else "?"
+    return name if name.isupper() else f"HYPA_{name.upper()}"
