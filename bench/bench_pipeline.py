@@ -27,11 +27,7 @@ sys.path.insert(0, str(ROOT))
 from bot.corpus import fetch_corpus  # noqa: E402
 from bot.settings import Settings  # noqa: E402
 from bot.wiring import Components  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+from core.eval.metrics import percentile  # noqa: E402
 
 
 def ingest(components: Components, corpus: str) -> float:
@@ -95,7 +91,7 @@ def main() -> None:
             for stage, ms in pipeline.answer(q, collection="ll144").timings_ms.items():
                 stages.setdefault(stage, []).append(ms)
         for stage, values in stages.items():
-            rows.append((f"latency {stage} p50 / p95 (LL144, {len(values)} q)", f"{pct(values, 50):.1f} / {pct(values, 95):.1f} ms"))
+            rows.append((f"latency {stage} p50 / p95 (LL144, {len(values)} q)", f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f} ms"))
 
         t = time.perf_counter()
         with ThreadPoolExecutor(args.concurrency) as pool:
