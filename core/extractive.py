@@ -135,7 +135,6 @@ class ExtractiveGenerator:
             return []
         chosen = [best]
         covered = set(best.terms)
-        seen_texts = {_normalised(best.text)}
         words = len(best.text.split())
         floor = self.config.relative_floor * scored[best]
         while len(chosen) < self.config.max_sentences:
@@ -144,7 +143,7 @@ class ExtractiveGenerator:
                 for s in sentences
                 if s not in chosen
                 and scored[s] >= floor
-                and _normalised(s.text) not in seen_texts
+                and not any(_near_duplicate(s, c) for c in chosen)
                 and words + len(s.text.split()) <= self.config.max_words
             ]
             if not candidates:
@@ -157,7 +156,6 @@ class ExtractiveGenerator:
             nxt = max(candidates, key=gain)
             chosen.append(nxt)
             covered |= nxt.terms
-            seen_texts.add(_normalised(nxt.text))
             words += len(nxt.text.split())
         return chosen
 
@@ -182,6 +180,9 @@ class ExtractiveGenerator:
     # -- output --------------------------------------------------------------------------------
 
     def _render(self, chosen: list[_Sentence], chunks: list[Chunk]) -> Answer:
+        """Provisions in the order they were chosen (the best first); within one, the law's order."""
+        first_use = {s.context_rank: i for i, s in reversed(list(enumerate(chosen)))}
+        chosen = sorted(chosen, key=lambda s: (first_use[s.context_rank], s.start))
         numbers: dict[int, int] = {}
         citations: list[Citation] = []
         parts: list[str] = []
@@ -226,6 +227,12 @@ def _sentences(chunks: list[Chunk]) -> list[_Sentence]:
 def _coverage(terms: frozenset[str] | set[str], weights: dict[str, float]) -> float:
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
+
+
+def _near_duplicate(a: _Sentence, b: _Sentence, threshold: float = 0.8) -> bool:
+    """The same rule worded for another audience ("to candidates" / "to employees") adds nothing."""
+    union = a.terms | b.terms
+    return bool(union) and len(a.terms & b.terms) / len(union) >= threshold
 
 
 def _normalised(text: str) -> str:

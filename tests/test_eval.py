@@ -461,3 +461,24 @@ def test_committed_scope_review_covers_dev_out_of_scope_questions():
             if row["metadata"]["question_type"] == "out of scope":
                 oos.add(row["id"])
     assert set(review) == oos
+
+
+def test_report_shows_llm_tokens_and_cost_per_1000_questions():
+    from core.eval.report import summarize_llm_usage
+    from core.llm.cost import estimate_cost
+
+    usage = {"context_tokens": 900, "input_tokens": 1500, "output_tokens": 200,
+             "cache_read_input_tokens": 400, "cache_creation_input_tokens": 0}
+    rows = [
+        {"id": "a", "model": "claude-haiku-4-5", "usage": usage},
+        {"id": "b", "model": "claude-haiku-4-5", "usage": {**usage, "input_tokens": 500, "output_tokens": 100}},
+        {"id": "c", "model": "extractive", "usage": {"context_tokens": 900, "input_tokens": 0, "output_tokens": 0}},
+        {"id": "d", "error": "Boom", "usage": usage},
+    ]
+    summary = summarize_llm_usage(rows)
+    assert summary.rows == 2 and summary.models == {"claude-haiku-4-5": 2}
+    assert summary.input_tokens == 1000 and summary.output_tokens == 150
+    expected = 1000 * (estimate_cost(rows[0]["usage"], "claude-haiku-4-5") + estimate_cost(rows[1]["usage"], "claude-haiku-4-5")) / 2
+    assert summary.cost_per_1000_usd == pytest.approx(expected) and expected > 0
+    assert summarize_llm_usage([rows[2]]) is None
+    assert summarize_llm_usage([{**rows[0], "model": "no-such-model"}]).cost_per_1000_usd is None

@@ -196,6 +196,7 @@ class Report:
     missing_ids: list[str]
     unknown_ids: list[str]
     similarity_computed: bool
+    llm: "LLMSummary | None" = None
 
     @property
     def errors(self) -> int:
@@ -206,6 +207,50 @@ class Report:
         for k in ("out_of_scope", "in_scope", "borderline"):
             d[k]["refusal_rate"] = getattr(self, k).refusal_rate
         return d
+
+
+@dataclass
+class LLMSummary:
+    """LLM tokens per question (rows answered by a model) and what 1,000 such questions cost."""
+
+    rows: int
+    models: dict[str, int]
+    input_tokens: float
+    output_tokens: float
+    cache_read_input_tokens: float
+    cache_creation_input_tokens: float
+    cost_per_1000_usd: float | None  # None when a model has no price in core/llm/cost.py
+
+
+def summarize_llm_usage(rows: Sequence[dict]) -> LLMSummary | None:
+    """None when no row spent LLM tokens (e.g. the extractive default)."""
+    from core.llm.cost import UnknownModelPrice, estimate_cost
+
+    used = [r for r in rows if "error" not in r and any((r.get("usage") or {}).get(k) for k in _LLM_TOKEN_FIELDS)]
+    if not used:
+        return None
+    models: dict[str, int] = {}
+    total_cost: float | None = 0.0
+    for r in used:
+        model = str(r.get("model") or "")
+        models[model] = models.get(model, 0) + 1
+        try:
+            total_cost = None if total_cost is None else total_cost + estimate_cost(r["usage"], model)
+        except UnknownModelPrice:
+            total_cost = None
+    mean = {k: sum(float(r["usage"].get(k) or 0) for r in used) / len(used) for k in _LLM_TOKEN_FIELDS}
+    return LLMSummary(
+        rows=len(used),
+        models=models,
+        input_tokens=mean["input_tokens"],
+        output_tokens=mean["output_tokens"],
+        cache_read_input_tokens=mean["cache_read_input_tokens"],
+        cache_creation_input_tokens=mean["cache_creation_input_tokens"],
+        cost_per_1000_usd=None if total_cost is None else 1000 * total_cost / len(used),
+    )
+
+
+_LLM_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 @dataclass
@@ -359,6 +404,7 @@ def build_report(
         missing_ids=[i for i in gold if i not in seen],
         unknown_ids=unknown,
         similarity_computed=embed is not None,
+        llm=summarize_llm_usage(results),
     )
 
 
@@ -447,6 +493,16 @@ def _notes(r: Report) -> list[str]:
         )
     else:
         notes.append("no scope review: scope taken from gold question_type only")
+    if r.llm is None:
+        notes.append("no LLM tokens spent (extractive answers): $0 per 1,000 questions")
+    else:
+        cost = "unknown (a model has no price)" if r.llm.cost_per_1000_usd is None else f"${r.llm.cost_per_1000_usd:,.2f}"
+        models = ", ".join(f"{m} ({n})" for m, n in sorted(r.llm.models.items()))
+        notes.append(
+            f"LLM tokens per question over {r.llm.rows} rows ({models}): input {r.llm.input_tokens:,.0f}, "
+            f"output {r.llm.output_tokens:,.0f}, cache read {r.llm.cache_read_input_tokens:,.0f}, "
+            f"cache write {r.llm.cache_creation_input_tokens:,.0f}; estimated cost per 1,000 questions {cost}"
+        )
     if r.errors:
         notes.append(f"{r.errors} rows failed (error) and are excluded from all scores")
     if r.missing_ids:
