@@ -660,11 +660,8 @@ def ensure_classifier(settings: Any, classes: int, *, embed: EmbedFn | None = No
 
 
 def _sha1(path: Path) -> str:
-    digest = hashlib.sha1()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha1").hexdigest()
 
 
 def _write_text(path: Path, text: str) -> None:
