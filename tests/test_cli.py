@@ -119,3 +119,48 @@ def test_demo_answers_three_questions(built):
     assert result.exit_code == 0, result.output
     assert result.output.count("answer") >= 3
     assert "bias audit" in result.output
+
+
+def _cite_first_document(request):
+    """Fake Claude: answer with the first sentence of the first document, cited correctly."""
+    from tests.fakes.anthropic_server import cite, message, reply, text_block, usage
+
+    content = request.body["messages"][-1]["content"]
+    document = next(block for block in content if block.get("type") == "document")
+    text = document["source"]["data"]
+    quote = text.split(". ")[0]
+    return reply(message([text_block(quote + ".", [cite(0, text, quote)])], model="claude-haiku-4-5",
+                         usage_=usage(input_tokens=1800, output_tokens=60, cache_read_input_tokens=400)))
+
+
+def test_ask_with_a_key_uses_claude_through_the_real_sdk(built):
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+    with FakeAnthropic(default=_cite_first_document) as fake:
+        env = {**built, "ANTHROPIC_API_KEY": "test-key", "HYPA_ANTHROPIC_BASE_URL": fake.base_url,
+               "HYPA_ANSWER_MODEL": "claude-haiku-4-5"}
+        result = CliRunner().invoke(app, ["ask", "What is a bias audit?", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["model"] == "claude-haiku-4-5" and record["refused"] is False
+    texts = {c["chunk_id"]: c["text"] for c in record["contexts"]}
+    assert record["citations"] and all(c["quote"] in texts[c["chunk_id"]] for c in record["citations"])
+    assert record["usage"]["input_tokens"] == 1800 and record["usage"]["cache_read_input_tokens"] == 400
+    sent = fake.message_requests[-1].body
+    assert sent["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert sum(1 for b in sent["messages"][-1]["content"] if b["type"] == "document") == len(record["contexts"])
+
+
+def test_dead_llm_endpoint_falls_back_to_quoted_answer_and_records_the_failure(built, tmp_path: Path):
+    from tests.fakes.anthropic_server import FakeAnthropic, overloaded
+
+    with FakeAnthropic(default=overloaded()) as fake:
+        env = {**built, "ANTHROPIC_API_KEY": "test-key", "HYPA_ANTHROPIC_BASE_URL": fake.base_url,
+               "HYPA_LLM_MAX_RETRIES": "1", "HYPA_LLM_BACKOFF_BASE_S": "0.01", "HYPA_LLM_BACKOFF_MAX_S": "0.02"}
+        result = CliRunner().invoke(app, ["ask", "What is a bias audit?", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["model"] == "extractive" and record["refused"] is False and record["citations"]
+    assert "Claude was unavailable" in record["note"]
+    failures = (Path(built["HYPA_DATA_DIR"]) / "llm_failures.jsonl").read_text().splitlines()
+    assert any("What is a bias audit?" in line for line in failures)
