@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from bot.settings import Settings
+from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
 from core.extractive import ExtractiveGenerator, candidate_sentences
 from core.ingestion import IngestOutcome, ingest_file
-from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, QuestionLimits
 from core.rerank import reranker_from_settings
@@ -103,7 +103,9 @@ class Components:
         config = get_config(name)
         classifier = None
         if config.adaptive:
-            from core.complexity import ensure_classifier  # scikit-learn: only for adaptive configs
+            from core.complexity import (
+                ensure_classifier,  # scikit-learn: only for adaptive configs
+            )
 
             classifier = ensure_classifier(self.settings, config.classes, embed=self.embedder.embed_queries)
         return ConfigPolicy(config, base, classifier)
