@@ -112,7 +112,6 @@ def _ingest(components, paths: list[Path], collection: str) -> int:
                 err.print(f"[red]failed[/] {path}: {outcome.error} (index unchanged)")
             else:
                 err.print(f"[green]{outcome.status}[/] {path.name}: {outcome.chunks or 'no new'} chunks")
-    components.term_stats.invalidate(collection)
     return failures
 
 

@@ -22,28 +22,26 @@ from storage.sentence_vectors import SentenceVectorStore
 
 
 class TermStatsCache:
-    """Per-collection term statistics, computed once from the index's chunks."""
+    """Per-collection term statistics, recomputed only when the collection's documents change.
+
+    Keyed by the index's {doc_id: content_hash}, so a bot keeps correct statistics while another
+    process ingests (the index itself picks up the new version on the next query).
+    """
 
     def __init__(self, index: EmbeddedIndex) -> None:
         self._index = index
-        self._by_collection: dict[str, TermStats] = {}
+        self._by_collection: dict[str, tuple[frozenset, TermStats]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, collection: str) -> TermStats:
+        version = frozenset(self._index.documents(collection).items())
         with self._lock:
-            stats = self._by_collection.get(collection)
-            if stats is None:
+            cached = self._by_collection.get(collection)
+            if cached is None or cached[0] != version:
                 chunks = self._index.chunks(collection)
-                stats = TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks)
-                self._by_collection[collection] = stats
-            return stats
-
-    def invalidate(self, collection: str | None = None) -> None:
-        with self._lock:
-            if collection is None:
-                self._by_collection.clear()
-            else:
-                self._by_collection.pop(collection, None)
+                cached = (version, TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks))
+                self._by_collection[collection] = cached
+            return cached[1]
 
 
 @dataclass
