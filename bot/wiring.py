@@ -18,6 +18,7 @@ from core.termstats import TermStats
 from core.types import RetrievalParams
 from storage.embedded import EmbeddedIndex
 from storage.embedder import Embedder
+from storage.index import ChunkIndex
 from storage.sentence_vectors import SentenceVectorStore
 
 
@@ -28,7 +29,7 @@ class TermStatsCache:
     process ingests (the index itself picks up the new version on the next query).
     """
 
-    def __init__(self, index: EmbeddedIndex) -> None:
+    def __init__(self, index: ChunkIndex) -> None:
         self._index = index
         self._by_collection: dict[str, tuple[frozenset, TermStats]] = {}
         self._lock = threading.Lock()

@@ -37,5 +37,8 @@ class ChunkIndex(Protocol):
 
     def collections(self) -> list[str]: ...
 
+    def documents(self, collection: str) -> dict[str, str]:
+        """{doc_id: content_hash} of every document in the collection (its version, for caches)."""
+
     def chunks(self, collection: str) -> list[Chunk]:
         """Every chunk of a collection, in document order."""
