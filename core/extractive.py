@@ -55,6 +55,12 @@ class _Sentence:
     end: int
     text: str
     terms: frozenset[str]
+    normalised: str  # the content terms in order, for phrase matching
+
+    @classmethod
+    def of(cls, context_rank: int, start: int, end: int, text: str) -> "_Sentence":
+        terms = content_terms(text)
+        return cls(context_rank, start, end, text, frozenset(terms), " ".join(terms))
 
 
 # Labels of operative provisions: sections, articles, annexes (and their worked examples).
@@ -175,7 +181,7 @@ class ExtractiveGenerator:
                 break
             end = s.end + b
         full = text[s.start : end]
-        return _Sentence(s.context_rank, s.start, end, full, s.terms | frozenset(content_terms(full)))
+        return _Sentence.of(s.context_rank, s.start, end, full)
 
     # -- output --------------------------------------------------------------------------------
 
@@ -219,8 +225,7 @@ def _sentences(chunks: list[Chunk]) -> list[_Sentence]:
     for rank, chunk in enumerate(chunks):
         text = chunk.text
         for a, b in _merge_headings(text, sentence_spans(text)):
-            span = text[a:b]
-            out.append(_Sentence(rank, a, b, span, frozenset(content_terms(span))))
+            out.append(_Sentence.of(rank, a, b, text[a:b]))
     return out
 
 
@@ -235,10 +240,6 @@ def _near_duplicate(a: _Sentence, b: _Sentence, threshold: float = 0.8) -> bool:
     return bool(union) and len(a.terms & b.terms) / len(union) >= threshold
 
 
-def _normalised(text: str) -> str:
-    return " ".join(content_terms(text))
-
-
 # A quoted term: the quote marks must stand outside words, so "I'm" or "law's" never open one.
 _QUOTED = re.compile(r"(?<![A-Za-z0-9])[‘“'\"]([^‘’“”'\"]{3,80}?)[’”'\"](?![A-Za-z0-9])")
 
@@ -250,7 +251,7 @@ def quoted_terms(question: str) -> list[str]:
 
 
 def _uses_phrase(sentences: list[_Sentence], phrase: str) -> bool:
-    return any(f" {phrase} " in f" {_normalised(s.text)} " for s in sentences)
+    return any(f" {phrase} " in f" {s.normalised} " for s in sentences)
 
 
 def _merge_headings(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

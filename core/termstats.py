@@ -27,6 +27,3 @@ class TermStats:
         """BM25-style idf; a term the collection never uses gets the highest weight there is."""
         n = self.doc_freq.get(term, 0)
         return math.log(1.0 + (self.n_docs - n + 0.5) / (n + 0.5))
-
-    def known(self, term: str) -> bool:
-        return term in self.doc_freq
