@@ -14,6 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bot.cli_classifier import classifier_app
+from bot.cli_feedback import feedback_app
+from bot.cli_kg import kg_app
+from bot.cli_serve import serve_app
 from bot.settings import Settings
 
 app = typer.Typer(
@@ -29,6 +32,9 @@ app.add_typer(corpus_app, name="corpus")
 app.add_typer(index_app, name="index")
 app.add_typer(eval_app, name="eval")
 app.add_typer(classifier_app, name="classifier")
+app.add_typer(kg_app, name="kg")
+app.add_typer(serve_app, name="serve")
+app.add_typer(feedback_app, name="feedback")
 
 
 SAMPLE_QUESTIONS = (

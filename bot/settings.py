@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -15,7 +15,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_prefix="HYPA_"
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", env_prefix="HYPA_",
+        populate_by_name=True,
     )
 
     # Where built artifacts (index, fetched corpora, results) live. Git-ignored.
@@ -79,6 +80,50 @@ class Settings(BaseSettings):
     circuit_failure_threshold: int = Field(default=5, ge=1)
     circuit_reset_s: float = Field(default=30.0, gt=0)
 
+    # --- Knowledge graph (docs/KG.md) ---------------------------------------------------------
+    # Triplet extractor at ingest: "offline" (deterministic patterns), "llm" (Claude, cached; needs
+    # ANTHROPIC_API_KEY), or "none" (no graph).
+    kg_extractor: Literal["offline", "llm", "none"] = "offline"
+    kg_max_facts: int = Field(default=8, ge=0, le=100)  # facts passed to the generator per question
+
+    # --- Index backend (docs/SCALING.md) ------------------------------------------------------
+    index_backend: Literal["embedded", "weaviate"] = Field(
+        default="embedded", validation_alias=AliasChoices("HYPA_INDEX", "HYPA_INDEX_BACKEND")
+    )
+    weaviate_url: str = Field(default="", validation_alias=AliasChoices("WEAVIATE_URL", "HYPA_WEAVIATE_URL"))
+    weaviate_grpc_port: int = Field(
+        default=50051, validation_alias=AliasChoices("WEAVIATE_GRPC_PORT", "HYPA_WEAVIATE_GRPC_PORT")
+    )
+    weaviate_api_key: str = Field(
+        default="", validation_alias=AliasChoices("WEAVIATE_API_KEY", "HYPA_WEAVIATE_API_KEY")
+    )
+    weaviate_collection: str = "HypaChunk"  # the Weaviate class holding every chunk
+    weaviate_multi_tenancy: bool = False  # one tenant per workspace
+
+    # --- Chat platforms and the HTTP listener (README: Slack, Telegram) -----------------------
+    slack_bot_token: str = Field(default="", validation_alias="SLACK_BOT_TOKEN")
+    slack_signing_secret: str = Field(default="", validation_alias="SLACK_SIGNING_SECRET")
+    slack_app_token: str = Field(default="", validation_alias="SLACK_APP_TOKEN")  # set = Socket Mode
+    slack_api_base_url: str = Field(default="https://slack.com/api/", validation_alias="SLACK_API_BASE_URL")
+    telegram_bot_token: str = Field(default="", validation_alias="TELEGRAM_BOT_TOKEN")
+    telegram_api_base_url: str = Field(
+        default="https://api.telegram.org/bot", validation_alias="TELEGRAM_API_BASE_URL"
+    )
+    telegram_webhook_url: str = Field(default="", validation_alias="TELEGRAM_WEBHOOK_URL")  # set = webhook mode
+    telegram_webhook_secret: str = Field(default="", validation_alias="TELEGRAM_WEBHOOK_SECRET")
+    http_host: str = "0.0.0.0"
+    http_port: int = Field(default=3000, ge=1, le=65535)
+    # SQLAlchemy URL for threads, answers and feedback; empty = SQLite file in the data directory.
+    database_url: str = ""
+    # Thread turns (question + answer each) handed to the rewriter and the generator.
+    thread_history_turns: int = Field(default=6, ge=0, le=50)
+
+    # --- Logs --------------------------------------------------------------------------------
+    log_format: Literal["json", "text"] = "text"
+    log_level: str = "INFO"
+    # Message and answer text appear in logs only when this is set (privacy default: off).
+    log_message_text: bool = False
+
     @field_validator("chunk_overlap")
     @classmethod
     def _overlap_below_size(cls, v: int, info):  # noqa: ANN001
@@ -94,6 +139,15 @@ class Settings(BaseSettings):
     @property
     def corpus_dir(self) -> Path:
         return self.data_dir / "corpus"
+
+    @property
+    def kg_dir(self) -> Path:
+        return self.data_dir / "kg"
+
+    @property
+    def sql_url(self) -> str:
+        """HYPA_DATABASE_URL, or a SQLite file in the data directory."""
+        return self.database_url or f"sqlite:///{(self.data_dir / 'hypa.sqlite3').resolve()}"
 
     @property
     def llm_failures_path(self) -> Path:

@@ -1,0 +1,63 @@
+"""Prometheus metrics for one process: requests, per-stage latency, LLM tokens, errors, feedback.
+
+A registry per instance (no module-level global state), exposed at /metrics by bot.http_app.
+"""
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from core.types import PipelineResult
+
+_STAGE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class Metrics:
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "hypa_requests_total", "Messages handled, by platform and outcome (answered|refused|duplicate|error).",
+            ["platform", "outcome"], registry=self.registry,
+        )
+        self.stage_seconds = Histogram(
+            "hypa_stage_seconds", "Pipeline stage latency.", ["stage"], buckets=_STAGE_BUCKETS,
+            registry=self.registry,
+        )
+        self.llm_tokens = Counter(
+            "hypa_llm_tokens_total", "LLM tokens by model and kind (input|output|cache_read|cache_creation).",
+            ["model", "kind"], registry=self.registry,
+        )
+        self.errors = Counter("hypa_errors_total", "Errors by component.", ["component"], registry=self.registry)
+        self.feedback = Counter(
+            "hypa_feedback_total", "Feedback events by platform and rating (+1|-1|0 removed).",
+            ["platform", "rating"], registry=self.registry,
+        )
+
+    def observe_result(self, platform: str, result: PipelineResult, *, duplicate: bool = False) -> None:
+        outcome = "duplicate" if duplicate else ("refused" if result.answer.refused else "answered")
+        self.requests.labels(platform, outcome).inc()
+        if duplicate:
+            return
+        for stage, ms in result.timings_ms.items():
+            self.stage_seconds.labels(stage).observe(ms / 1000.0)
+        usage, model = result.answer.usage, result.answer.model
+        for kind, n in (
+            ("input", usage.input_tokens), ("output", usage.output_tokens),
+            ("cache_read", usage.cache_read_input_tokens), ("cache_creation", usage.cache_creation_input_tokens),
+        ):
+            if n:
+                self.llm_tokens.labels(model, kind).inc(n)
+
+    def count_duplicate(self, platform: str) -> None:
+        self.requests.labels(platform, "duplicate").inc()
+
+    def count_error(self, component: str) -> None:
+        self.errors.labels(component).inc()
+
+    def count_feedback(self, platform: str, rating: int) -> None:
+        self.feedback.labels(platform, f"{rating:+d}" if rating else "0").inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
