@@ -85,5 +85,11 @@ class ConversationService(Protocol):
     def answer_for_platform_message(self, platform: str, channel: str, message_id: str) -> str | None:
         """The answer id shown by a bot message, or None if that message is not one of our answers."""
 
+    def claim_delivery(self, platform: str, delivery_id: str) -> bool:
+        """True the first time a platform delivery id (Slack event_id, Telegram update_id) is seen.
+
+        Durable (stored), so restarts and several replicas agree on what was already handled.
+        """
+
     def is_bot_thread(self, platform: str, workspace: str, channel: str, thread: str) -> bool:
         """Whether the bot has answered in this thread (follow-ups there need no @mention)."""
