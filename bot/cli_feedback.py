@@ -1,6 +1,187 @@
 """`hypa feedback report|export`: what people asked and how they rated the answers."""
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
 
+from bot.cli_common import fail, load_settings, out
+
+if TYPE_CHECKING:
+    from core.feedback_review import FeedbackReview, Tally
+    from storage.sql import ConversationStore
+
 feedback_app = typer.Typer(help="Review 👍/👎 feedback: reports and exports for test cases.", no_args_is_help=True)
+
+
+class RatingFilter(str, Enum):
+    up = "up"
+    down = "down"
+    all = "all"
+
+
+def _open_store(url: str) -> ConversationStore | None:
+    """The store, or None when the SQLite file does not exist yet (no bot has run)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from storage.sql import ConversationStore
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        fail(f"HYPA_DATABASE_URL is not a SQLAlchemy URL: {url!r}")
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not Path(parsed.database).exists():
+        return None
+    try:
+        return ConversationStore(url)
+    except (SQLAlchemyError, ImportError, OSError) as exc:
+        shown = parsed.render_as_string(hide_password=True)
+        fail(f"cannot open the database {shown}: {str(exc).splitlines()[0]}")
+
+
+def _no_feedback(url: str, days: int) -> None:
+    period = f" in the last {days} days" if days else ""
+    out.print(
+        f"No feedback yet{period} in {_shown(url)}. Ratings appear once people click 👍/👎 or react "
+        "to the bot's answers in Slack or Telegram (`hypa serve slack|telegram`)."
+    )
+
+
+def _shown(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _since(days: int) -> datetime | None:
+    return datetime.now(UTC) - timedelta(days=days) if days else None
+
+
+@feedback_app.command("report")
+def report(
+    out_png: Path = typer.Option(Path("feedback_report.png"), "--out", "-o", help="Where to write the plot (PNG)."),
+    days: int = typer.Option(30, "--days", min=0, help="Only ratings from the last N days (0 = all)."),
+    worst: int = typer.Option(10, "--worst", min=1, max=200, help="How many worst-rated answers to list."),
+) -> None:
+    """Ratings per day, by complexity label and question type, the worst-rated answers, and a plot."""
+    from core.feedback_review import review
+
+    settings = load_settings()
+    store = _open_store(settings.sql_url)
+    rated = [] if store is None else store.rated_answers(since=_since(days))
+    if not rated:
+        _no_feedback(settings.sql_url, days)
+        return
+    result = review(rated, worst=worst)
+    _print_report(result, days)
+    try:
+        _plot(result, out_png)
+    except OSError as exc:
+        fail(f"cannot write the plot to {out_png}: {exc}")
+    out.print(f"plot written to [bold]{out_png}[/]")
+
+
+@feedback_app.command("export")
+def export(
+    out_path: Path = typer.Option(..., "--out", "-o", help="JSONL file to write (one rated exchange a line)."),
+    rating: RatingFilter = typer.Option(RatingFilter.all, "--rating", help="up, down or all."),
+    days: int = typer.Option(0, "--days", min=0, help="Only ratings from the last N days (0 = all)."),
+) -> None:
+    """Rated exchanges in the eval dataset's format: fill in reference_answer to make a test case."""
+    from core.feedback_review import export_row
+
+    settings = load_settings()
+    store = _open_store(settings.sql_url)
+    sign = {RatingFilter.up: 1, RatingFilter.down: -1, RatingFilter.all: None}[rating]
+    rated = [] if store is None else store.rated_answers(since=_since(days), rating=sign)
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        with out_path.open("w", encoding="utf-8") as f:
+            for r in rated:
+                history = store.history_before_answer(r.answer.id, settings.thread_history_turns)  # type: ignore[union-attr]
+                f.write(json.dumps(export_row(r, history), ensure_ascii=False) + "\n")
+    except OSError as exc:
+        fail(f"cannot write {out_path}: {exc}")
+    if not rated:
+        _no_feedback(settings.sql_url, days)
+    out.print(f"{len(rated)} rated exchange(s) written to [bold]{out_path}[/]")
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+def _tally_table(title: str, first: str, tallies: list[Tally]):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for name in (first, "answers", "👍", "👎", "net", "% 👍"):
+        table.add_column(name, justify="left" if name == first else "right")
+    for t in tallies:
+        table.add_row(t.key, str(t.answers), str(t.up), str(t.down), f"{t.net:+d}", f"{t.share_up:.0%}")
+    return table
+
+
+def _excerpt(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _print_report(result: FeedbackReview, days: int) -> None:
+    from rich.table import Table
+
+    period = f"last {days} days" if days else "all time"
+    out.print(
+        f"[bold]{result.ratings}[/] current ratings ({period}): [green]{result.up} 👍[/]  "
+        f"[red]{result.down} 👎[/]  ({result.up / result.ratings:.0%} positive)"
+    )
+    out.print(_tally_table("Ratings per day (UTC)", "day", [t for _, t in result.by_day]))
+    out.print(_tally_table("By complexity (retrieval config: label)", "complexity", result.by_complexity))
+    out.print(_tally_table("By question type (core/question_type.py)", "type", result.by_question_type))
+    if not result.worst:
+        out.print("No 👎 ratings in this period.")
+        return
+    table = Table(title="Worst-rated answers", title_justify="left", show_lines=True)
+    for name, justify in (("net", "right"), ("👍/👎", "right"), ("question", "left"), ("answer", "left"),
+                          ("citations", "left"), ("answer id", "left")):
+        # Answer ids are what a reviewer looks up (and what export rows carry): never truncated.
+        no_wrap = name == "answer id"
+        table.add_column(name, justify=justify, no_wrap=no_wrap, min_width=16 if no_wrap else None)  # type: ignore[arg-type]
+    for s in result.worst:
+        r = s.answer.record
+        question = _excerpt(r.question, 120)
+        if s.reasons:
+            question += "\n[italic]reasons: " + "; ".join(_excerpt(x, 80) for x in s.reasons[:3]) + "[/]"
+        table.add_row(
+            f"{s.net:+d}", f"{s.up}/{s.down}", question, _excerpt(r.text, 200),
+            ", ".join(f"[{c.n}] {c.label}" for c in r.citations) or "—", s.answer.id,
+        )
+    out.print(table)
+
+
+def _plot(result: FeedbackReview, path: Path) -> None:
+    # A bare Figure (Agg canvas) rather than pyplot: no global figure state, never a display.
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    labels = [d.isoformat() for d, _ in result.by_day]
+    x = list(range(len(labels)))  # one slot per day with ratings; quiet days are not drawn
+    fig = Figure(figsize=(9, 4.5), dpi=110)
+    ax = fig.subplots()
+    ax.bar(x, [t.up for _, t in result.by_day], color="#2e7d32", label="up")
+    ax.bar(x, [-t.down for _, t in result.by_day], color="#c62828", label="down")
+    ax.plot(x, [t.net for _, t in result.by_day], color="#212121", marker="o", linewidth=1.5, label="net")
+    ax.axhline(0, color="#9e9e9e", linewidth=0.8)
+    ax.set_title(f"Answer ratings per day ({result.ratings} ratings, {result.up / result.ratings:.0%} up)")
+    ax.set_ylabel("ratings (down below zero)")
+    step = max(1, len(labels) // 15)  # at most ~15 date labels
+    ax.set_xticks(x[::step], labels[::step], rotation=30, ha="right")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(loc="best")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")

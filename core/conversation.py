@@ -54,6 +54,9 @@ class FeedbackEvent:
     source: Literal["button", "reaction", "command"] = "button"
     reason: str = ""
     at: datetime = field(default_factory=utcnow)
+    # For a removal (rating 0) by taking a reaction away: the rating that reaction gave. The rating is
+    # removed only if it is still that one, so removing a 👍 reaction does not clear a later 👎 click.
+    withdraws: Rating | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,10 @@ class ConversationService(Protocol):
 
         Durable (stored), so restarts and several replicas agree on what was already handled.
         """
+
+    def thread_for_answer(self, answer_id: str) -> str | None:
+        """The thread key an answer was given in, or None (Telegram: a reply to an answer continues
+        that answer's reply chain)."""
 
     def is_bot_thread(self, platform: str, workspace: str, channel: str, thread: str) -> bool:
         """Whether the bot has answered in this thread (follow-ups there need no @mention)."""

@@ -1,0 +1,193 @@
+"""`StoredConversationService`: the `ConversationService` every chat adapter calls.
+
+handle(): record the message (a duplicate delivery gets the stored reply, marked duplicate) ->
+the thread's history from the store -> the answer pipeline -> store the answer with how it was
+made -> Reply. A failure inside the pipeline becomes a stored, counted, clearly worded refusal:
+adapters never see an exception for a question, and users never get silence.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+import unicodedata
+from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
+
+from core.conversation import FeedbackEvent, FeedbackOutcome, IncomingMessage, Reply
+from core.pipeline import AnswerPipeline
+from core.types import PipelineResult
+from storage.sql.records import AnswerRecord, Outcome, StoredAnswer
+from storage.sql.store import ConversationStore
+
+if TYPE_CHECKING:  # prometheus_client is only needed by the process that serves metrics
+    from bot.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+# C0/C1 control characters other than tab and newline, plus lone surrogates (undecodable input):
+# they break terminals, logs and PostgreSQL text columns and mean nothing in a question.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_MAX_ERROR_CHARS = 200
+IN_PROGRESS_NOTE = "already being answered"
+
+
+def clean_text(text: str) -> str:
+    """The message without control characters, Unicode-normalized (NFC), whitespace-trimmed."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", _CONTROL.sub(" ", text)).strip()
+
+
+class StoredConversationService:
+    """Implements core.conversation.ConversationService over an AnswerPipeline and a ConversationStore."""
+
+    def __init__(
+        self,
+        pipeline: AnswerPipeline,
+        store: ConversationStore,
+        *,
+        history_turns: int = 6,
+        metrics: Metrics | None = None,
+        collection: str | None = None,
+        log_message_text: bool = False,
+    ) -> None:
+        self.pipeline = pipeline
+        self.store = store
+        self.history_turns = history_turns
+        self.metrics = metrics
+        self.collection = collection
+        self.log_message_text = log_message_text
+
+    # --- messages ------------------------------------------------------------------------------
+
+    def handle(self, message: IncomingMessage) -> Reply:
+        text = clean_text(message.text)
+        claim = self.store.claim_message(message, text)
+        if not claim.owner:
+            return self._duplicate(message, claim.message_pk)
+        history = self.store.thread_history(claim.thread_pk, self.history_turns, before_message_pk=claim.message_pk)
+        started = time.perf_counter()
+        try:
+            result = self.pipeline.answer(text, history, collection=self.collection)
+            record = self._record_from_result(result, len(history) // 2)
+        except Exception as exc:
+            log.exception("answering %s message %s failed", message.platform, message.message_id)
+            record = self._record_from_error(text, exc, len(history) // 2, started)
+            result = None
+        stored, created = self.store.store_answer(claim, record)
+        if not created:  # another worker answered this message while we did
+            return self._duplicate(message, claim.message_pk)
+        self._observe(message, stored, result)
+        log.info(
+            "answered %s/%s message %s: answer %s outcome=%s latency_ms=%.0f%s",
+            message.platform, message.channel, message.message_id, stored.id, record.outcome,
+            record.latency_ms, f" question={text!r}" if self.log_message_text else "",
+        )
+        return _reply(stored)
+
+    def _duplicate(self, message: IncomingMessage, message_pk: int) -> Reply:
+        if self.metrics is not None:
+            self.metrics.count_duplicate(message.platform)
+        stored = self.store.answer_for_message(message_pk)
+        if stored is None:  # the first delivery is still being answered (by this or another worker)
+            return Reply(answer_id="", text="", citations=[], refused=False, note=IN_PROGRESS_NOTE, duplicate=True)
+        return _reply(stored, duplicate=True)
+
+    def _record_from_result(self, result: PipelineResult, history_turns: int) -> AnswerRecord:
+        answer = result.answer
+        outcome: Outcome = "refused" if answer.refused else "answered"
+        if answer.refused and answer.note == "invalid question":
+            outcome = "invalid"
+        return AnswerRecord(
+            question=result.question,
+            standalone_question=result.queries[0] if result.queries else result.question,
+            text=answer.text,
+            refused=answer.refused,
+            outcome=outcome,
+            collection=self.collection or self.pipeline.default_collection,
+            history_turns=history_turns,
+            complexity=result.complexity,
+            params=_params_dict(result),
+            chunk_ids=[sc.chunk.id for sc in result.contexts],
+            citations=list(answer.citations),
+            note=answer.note,
+            model=answer.model,
+            tokens_in=answer.usage.input_tokens,
+            tokens_out=answer.usage.output_tokens,
+            context_tokens=answer.usage.context_tokens,
+            latency_ms=float(result.timings_ms.get("total", 0.0)),
+        )
+
+    def _record_from_error(self, text: str, exc: Exception, history_turns: int, started: float) -> AnswerRecord:
+        reason = _error_summary(exc)
+        return AnswerRecord(
+            question=text,
+            standalone_question=text,
+            text=f"I could not answer that just now: {reason}. Please try again in a few minutes.",
+            refused=True,
+            outcome="error",
+            collection=self.collection or self.pipeline.default_collection,
+            history_turns=history_turns,
+            note=f"error: {type(exc).__name__}",
+            model="none",
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    def _observe(self, message: IncomingMessage, stored: StoredAnswer, result: PipelineResult | None) -> None:
+        if self.metrics is None:
+            return
+        if result is None:
+            self.metrics.requests.labels(message.platform, "error").inc()
+            self.metrics.count_error("pipeline")
+        else:
+            self.metrics.observe_result(message.platform, result)
+
+    # --- feedback, links, deliveries, threads --------------------------------------------------
+
+    def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
+        """Raises core.conversation.UnknownAnswer for an answer id the store does not have."""
+        if event.reason:
+            event = replace(event, reason=clean_text(event.reason))
+        outcome = self.store.record_feedback(event)
+        if outcome.changed and self.metrics is not None:
+            self.metrics.count_feedback(event.platform, event.rating)
+        return outcome
+
+    def link_platform_message(self, answer_id: str, platform: str, channel: str, message_id: str) -> None:
+        self.store.link_platform_message(answer_id, platform, channel, message_id)
+
+    def answer_for_platform_message(self, platform: str, channel: str, message_id: str) -> str | None:
+        return self.store.answer_for_platform_message(platform, channel, message_id)
+
+    def claim_delivery(self, platform: str, delivery_id: str) -> bool:
+        return self.store.claim_delivery(platform, delivery_id)
+
+    def is_bot_thread(self, platform: str, workspace: str, channel: str, thread: str) -> bool:
+        return self.store.is_bot_thread(platform, workspace, channel, thread)
+
+    def thread_for_answer(self, answer_id: str) -> str | None:
+        """The thread key an answer was given in; None for an unknown answer id."""
+        return self.store.thread_for_answer(answer_id)
+
+    def ready(self) -> bool:
+        """Readiness of what this service owns: the database answers."""
+        return self.store.ping()
+
+
+def _reply(stored: StoredAnswer, *, duplicate: bool = False) -> Reply:
+    r = stored.record
+    return Reply(
+        answer_id=stored.id, text=r.text, citations=list(r.citations), refused=r.refused, note=r.note,
+        duplicate=duplicate,
+    )
+
+
+def _params_dict(result: PipelineResult) -> dict:
+    return {**asdict(result.params), "queries": list(result.queries)}
+
+
+def _error_summary(exc: Exception) -> str:
+    """One short line a user can read: the exception's first line, without a traceback."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    first = first[:_MAX_ERROR_CHARS].rstrip(". ")
+    return first or f"an internal error ({type(exc).__name__})"

@@ -1,0 +1,25 @@
+"""SQL storage for conversations: threads, messages, answers, platform links, deliveries, feedback.
+
+SQLite by default (WAL, busy timeout), any SQLAlchemy URL otherwise (PostgreSQL for several
+replicas). The schema is managed by the Alembic migrations in `migrations/`, applied on open.
+"""
+from storage.sql.records import (
+    AnswerRecord,
+    FeedbackChange,
+    MessageClaim,
+    Outcome,
+    RatedAnswer,
+    StoredAnswer,
+)
+from storage.sql.store import ConversationStore, new_answer_id
+
+__all__ = [
+    "AnswerRecord",
+    "ConversationStore",
+    "FeedbackChange",
+    "MessageClaim",
+    "Outcome",
+    "RatedAnswer",
+    "StoredAnswer",
+    "new_answer_id",
+]

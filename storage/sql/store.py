@@ -1,0 +1,501 @@
+"""`ConversationStore`: threads, messages, answers, platform links, deliveries and feedback in SQL.
+
+Every race the chat platforms can produce is settled by a unique constraint inside one
+transaction, so several threads, processes or replicas sharing the database agree:
+
+- the same message delivered twice -> one `messages` row; only its first recorder answers it;
+- two workers answering one message -> `answers.message_id` is unique, the second gets the first's answer;
+- the same delivery id twice -> one `deliveries` row (`claim_delivery` is True once);
+- concurrent clicks by one rater -> one `feedback` row per (answer, rater), locked while it changes,
+  and each change appended to `feedback_log` in the same transaction.
+"""
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Table,
+    and_,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError
+
+from core.conversation import (
+    FeedbackEvent,
+    FeedbackOutcome,
+    IncomingMessage,
+    UnknownAnswer,
+)
+from core.types import Citation, Turn
+from storage.sql.engine import make_engine, read_only
+from storage.sql.migrate import upgrade_to_head
+from storage.sql.models import (
+    AnswerRow,
+    Delivery,
+    FeedbackLogRow,
+    FeedbackRow,
+    Message,
+    PlatformMessage,
+    Thread,
+)
+from storage.sql.records import (
+    AnswerRecord,
+    FeedbackChange,
+    MessageClaim,
+    RatedAnswer,
+    StoredAnswer,
+)
+
+# Stored message text is capped (platforms cap it too: Slack 40,000, Telegram 4,096 characters).
+MAX_STORED_TEXT = 50_000
+MAX_REASON_CHARS = 2_000
+# A claimed message with no answer after this long belongs to a worker that died; a redelivery may
+# take it over. Far above any real answer time (the LLM budget is 60 s by default).
+DEFAULT_CLAIM_STALE_AFTER = timedelta(minutes=5)
+# Outcomes left out of a thread's history: they carry no conversation content.
+_NOT_HISTORY = ("invalid", "error")
+
+_THREADS: Table = Thread.__table__  # type: ignore[assignment]
+_MESSAGES: Table = Message.__table__  # type: ignore[assignment]
+_ANSWERS: Table = AnswerRow.__table__  # type: ignore[assignment]
+_LINKS: Table = PlatformMessage.__table__  # type: ignore[assignment]
+_DELIVERIES: Table = Delivery.__table__  # type: ignore[assignment]
+_FEEDBACK: Table = FeedbackRow.__table__  # type: ignore[assignment]
+_LOG: Table = FeedbackLogRow.__table__  # type: ignore[assignment]
+
+
+def new_answer_id() -> str:
+    """16 url-safe characters (96 random bits): fits Telegram's 64-byte callback data with room."""
+    return secrets.token_urlsafe(12)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def insert_if_absent(conn: Connection, table: Table, values: dict[str, Any]) -> bool:
+    """INSERT unless a unique key already holds the row; True when this call inserted it.
+
+    Uses the dialect's own "on conflict do nothing" where there is one (never an exception
+    inside the transaction), otherwise a savepoint that absorbs the IntegrityError.
+    """
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    elif dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
+    else:
+        try:
+            with conn.begin_nested():
+                conn.execute(insert(table).values(**values))
+            return True
+        except IntegrityError:
+            return False
+    result = conn.execute(dialect_insert(table).values(**values).on_conflict_do_nothing())
+    return result.rowcount == 1
+
+
+def _ensure_sqlite_dir(url: str) -> None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+
+
+class ConversationStore:
+    """The bot's memory. Thread-safe; one instance per process is enough (it pools connections)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        migrate: bool = True,
+        claim_stale_after: timedelta = DEFAULT_CLAIM_STALE_AFTER,
+    ) -> None:
+        _ensure_sqlite_dir(url)
+        self.url = url
+        self.claim_stale_after = claim_stale_after
+        self.engine = make_engine(url)
+        if migrate:
+            upgrade_to_head(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def ping(self) -> bool:
+        """Readiness: the database answers a trivial query."""
+        try:
+            with self.engine.connect() as conn:
+                read_only(conn).execute(text("SELECT 1")).scalar_one()
+            return True
+        except Exception:  # noqa: BLE001 - any failure means "not ready"
+            return False
+
+    # --- messages and threads ------------------------------------------------------------------
+
+    def claim_message(self, message: IncomingMessage, text_: str | None = None) -> MessageClaim:
+        """Record an incoming message (its thread too); say whether the caller must answer it.
+
+        `text_` is the text to store (the service passes the cleaned text); default: message.text.
+        """
+        now = _utcnow()
+        body = (message.text if text_ is None else text_)[:MAX_STORED_TEXT]
+        key = {"platform": message.platform, "workspace": message.workspace, "channel": message.channel}
+        with self.engine.begin() as conn:
+            insert_if_absent(conn, _THREADS, {**key, "thread_key": message.thread, "created_at": now})
+            thread_pk = conn.execute(
+                select(_THREADS.c.id).where(
+                    *(getattr(_THREADS.c, k) == v for k, v in key.items()),
+                    _THREADS.c.thread_key == message.thread,
+                )
+            ).scalar_one()
+            inserted = insert_if_absent(
+                conn,
+                _MESSAGES,
+                {
+                    **key, "message_id": message.message_id, "thread_id": thread_pk, "user": message.user,
+                    "text": body, "sent_at": message.sent_at, "received_at": now, "claimed_at": now,
+                },
+            )
+            row = conn.execute(
+                select(_MESSAGES.c.id, _MESSAGES.c.thread_id).where(
+                    *(getattr(_MESSAGES.c, k) == v for k, v in key.items()),
+                    _MESSAGES.c.message_id == message.message_id,
+                )
+            ).one()
+            if inserted:
+                return MessageClaim(row.id, row.thread_id, owner=True)
+            # A duplicate: take it over only if its worker died before answering.
+            taken = conn.execute(
+                update(_MESSAGES)
+                .where(
+                    _MESSAGES.c.id == row.id,
+                    _MESSAGES.c.claimed_at < now - self.claim_stale_after,
+                    ~exists().where(_ANSWERS.c.message_id == _MESSAGES.c.id),
+                )
+                .values(claimed_at=now)
+            ).rowcount
+            return MessageClaim(row.id, row.thread_id, owner=taken == 1)
+
+    def is_bot_thread(self, platform: str, workspace: str, channel: str, thread: str) -> bool:
+        with self.engine.connect() as conn:
+            return (
+                read_only(conn).execute(
+                    select(_THREADS.c.id).where(
+                        _THREADS.c.platform == platform,
+                        _THREADS.c.workspace == workspace,
+                        _THREADS.c.channel == channel,
+                        _THREADS.c.thread_key == thread,
+                    )
+                ).first()
+                is not None
+            )
+
+    def thread_history(self, thread_pk: int, turns: int, *, before_message_pk: int | None = None) -> list[Turn]:
+        """The last `turns` exchanges of a thread, oldest first: user question, then the answer.
+
+        Only messages sent before `before_message_pk` (the one being answered) count. Invalid
+        input and failures are left out: they carry nothing a follow-up could refer to.
+        """
+        if turns <= 0:
+            return []
+        m, a = _MESSAGES, _ANSWERS
+        query = (
+            select(a.c.question, a.c.text)
+            .join(m, m.c.id == a.c.message_id)
+            .where(a.c.thread_id == thread_pk, a.c.outcome.not_in(_NOT_HISTORY))
+            .order_by(m.c.sent_at.desc(), m.c.id.desc())
+            .limit(turns)
+        )
+        with self.engine.connect() as conn:
+            conn = read_only(conn)
+            if before_message_pk is not None:
+                current = conn.execute(select(m.c.sent_at).where(m.c.id == before_message_pk)).scalar_one()
+                query = query.where(
+                    m.c.id != before_message_pk,
+                    or_(m.c.sent_at < current, and_(m.c.sent_at == current, m.c.id < before_message_pk)),
+                )
+            rows = conn.execute(query).all()
+        history: list[Turn] = []
+        for question, answer in reversed(rows):
+            history += [Turn("user", question), Turn("assistant", answer)]
+        return history
+
+    def history_for_thread(
+        self, platform: str, workspace: str, channel: str, thread: str, turns: int
+    ) -> list[Turn]:
+        with self.engine.connect() as conn:
+            thread_pk = read_only(conn).execute(
+                select(_THREADS.c.id).where(
+                    _THREADS.c.platform == platform,
+                    _THREADS.c.workspace == workspace,
+                    _THREADS.c.channel == channel,
+                    _THREADS.c.thread_key == thread,
+                )
+            ).scalar_one_or_none()
+        return [] if thread_pk is None else self.thread_history(thread_pk, turns)
+
+    def history_before_answer(self, answer_id: str, turns: int) -> list[Turn]:
+        """The thread history the answer was given with (for exports)."""
+        answer = self.get_answer(answer_id)
+        if answer is None:
+            raise UnknownAnswer(answer_id)
+        return self.thread_history(answer.thread_pk, turns, before_message_pk=answer.message_pk)
+
+    def thread_for_answer(self, answer_id: str) -> str | None:
+        """The thread key (Slack thread_ts, Telegram reply-chain root) an answer was given in."""
+        with self.engine.connect() as conn:
+            return read_only(conn).execute(
+                select(_THREADS.c.thread_key)
+                .join(_ANSWERS, _ANSWERS.c.thread_id == _THREADS.c.id)
+                .where(_ANSWERS.c.id == answer_id)
+            ).scalar_one_or_none()
+
+    # --- answers -------------------------------------------------------------------------------
+
+    def store_answer(self, claim: MessageClaim, record: AnswerRecord) -> tuple[StoredAnswer, bool]:
+        """Store the answer to a claimed message. (answer, True), or (the earlier answer, False)
+        when another worker answered the same message first."""
+        values = _answer_values(record)
+        values.update(message_id=claim.message_pk, thread_id=claim.thread_pk, created_at=_utcnow())
+        for _ in range(3):  # a random id collision (2^-96) is retried, not trusted
+            values["id"] = new_answer_id()
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(insert(_ANSWERS).values(**values))
+                break
+            except IntegrityError:
+                earlier = self.answer_for_message(claim.message_pk)
+                if earlier is not None:
+                    return earlier, False
+        else:  # pragma: no cover - three collisions of 96 random bits
+            raise RuntimeError("could not allocate an answer id")
+        stored = self.get_answer(values["id"])
+        assert stored is not None
+        return stored, True
+
+    def answer_for_message(self, message_pk: int) -> StoredAnswer | None:
+        return self._one_answer(_ANSWERS.c.message_id == message_pk)
+
+    def get_answer(self, answer_id: str) -> StoredAnswer | None:
+        return self._one_answer(_ANSWERS.c.id == answer_id)
+
+    def answers(self) -> list[StoredAnswer]:
+        """Every stored answer, oldest first (reports, tests)."""
+        with self.engine.connect() as conn:
+            rows = read_only(conn).execute(_answer_query().order_by(_ANSWERS.c.created_at)).all()
+        return [_stored_answer(r) for r in rows]
+
+    def _one_answer(self, condition: Any) -> StoredAnswer | None:
+        with self.engine.connect() as conn:
+            row = read_only(conn).execute(_answer_query().where(condition)).first()
+        return None if row is None else _stored_answer(row)
+
+    # --- platform messages and deliveries ------------------------------------------------------
+
+    def link_platform_message(self, answer_id: str, platform: str, channel: str, message_id: str) -> None:
+        """Idempotent; a platform message already linked keeps its first answer."""
+        with self.engine.begin() as conn:
+            if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == answer_id)).first() is None:
+                raise UnknownAnswer(answer_id)
+            insert_if_absent(
+                conn,
+                _LINKS,
+                {"platform": platform, "channel": channel, "message_id": message_id, "answer_id": answer_id,
+                     "created_at": _utcnow()},
+            )
+
+    def answer_for_platform_message(self, platform: str, channel: str, message_id: str) -> str | None:
+        with self.engine.connect() as conn:
+            return read_only(conn).execute(
+                select(_LINKS.c.answer_id).where(
+                    _LINKS.c.platform == platform, _LINKS.c.channel == channel, _LINKS.c.message_id == message_id
+                )
+            ).scalar_one_or_none()
+
+    def claim_delivery(self, platform: str, delivery_id: str) -> bool:
+        with self.engine.begin() as conn:
+            return insert_if_absent(
+                conn, _DELIVERIES, {"platform": platform, "delivery_id": delivery_id, "received_at": _utcnow()}
+            )
+
+    def prune_deliveries(self, older_than: timedelta) -> int:
+        """Forget delivery ids older than any platform retries (Slack retries for about an hour)."""
+        with self.engine.begin() as conn:
+            return conn.execute(
+                _DELIVERIES.delete().where(_DELIVERIES.c.received_at < _utcnow() - older_than)
+            ).rowcount
+
+    # --- feedback ------------------------------------------------------------------------------
+
+    def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
+        """Apply one rating event: the current row changes and the change is logged, atomically.
+
+        A repeat of the current state (double click, a second reaction of the same sign) changes
+        nothing and is not logged. A new non-empty reason with the same rating is a change.
+        """
+        if event.rating not in (-1, 0, 1):
+            raise ValueError(f"rating must be -1, 0 or +1, got {event.rating!r}")
+        reason = (event.reason or "")[:MAX_REASON_CHARS]
+        key = (_FEEDBACK.c.answer_id == event.answer_id, _FEEDBACK.c.rater == event.rater)
+        with self.engine.begin() as conn:
+            if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == event.answer_id)).first() is None:
+                raise UnknownAnswer(event.answer_id)
+            now = _utcnow()
+            if event.rating != 0:
+                # Make sure the row exists, so that the locking read below always has a row to lock.
+                insert_if_absent(
+                    conn,
+                    _FEEDBACK,
+                    {"answer_id": event.answer_id, "rater": event.rater, "platform": event.platform, "rating": 0,
+                         "source": event.source, "reason": "", "rated_at": event.at, "updated_at": now},
+                )
+            current = conn.execute(
+                select(_FEEDBACK.c.rating, _FEEDBACK.c.reason).where(*key).with_for_update()
+            ).first()
+            previous = 0 if current is None else int(current.rating)
+            reason_changed = bool(reason) and current is not None and reason != current.reason
+            superseded = event.rating == 0 and event.withdraws is not None and previous != event.withdraws
+            if current is None or superseded or (previous == event.rating and not reason_changed):
+                return FeedbackOutcome(event.answer_id, previous, changed=False)  # type: ignore[arg-type]
+            stored_reason = reason if event.rating != 0 else ""
+            conn.execute(
+                update(_FEEDBACK).where(*key).values(
+                    rating=event.rating, platform=event.platform, source=event.source, reason=stored_reason,
+                    rated_at=event.at, updated_at=now,
+                )
+            )
+            conn.execute(
+                insert(_LOG).values(
+                    answer_id=event.answer_id, rater=event.rater, platform=event.platform, rating=event.rating,
+                    previous_rating=previous, source=event.source, reason=stored_reason, rated_at=event.at,
+                    recorded_at=now,
+                )
+            )
+        return FeedbackOutcome(event.answer_id, event.rating, changed=True)
+
+    def current_rating(self, answer_id: str, rater: str) -> int:
+        with self.engine.connect() as conn:
+            rating = read_only(conn).execute(
+                select(_FEEDBACK.c.rating).where(_FEEDBACK.c.answer_id == answer_id, _FEEDBACK.c.rater == rater)
+            ).scalar_one_or_none()
+        return int(rating or 0)
+
+    def rated_answers(self, *, since: datetime | None = None, rating: int | None = None) -> list[RatedAnswer]:
+        """Current +1/-1 ratings (removed ones excluded) with their answers, oldest rating first."""
+        f = _FEEDBACK
+        query = (
+            select(
+                f.c.rater, f.c.platform.label("rated_on"), f.c.rating, f.c.source, f.c.reason,
+                f.c.rated_at, f.c.updated_at, *_answer_query().selected_columns,
+            )
+            .join(_ANSWERS, _ANSWERS.c.id == f.c.answer_id)
+            .join(_MESSAGES, _MESSAGES.c.id == _ANSWERS.c.message_id)
+            .where(f.c.rating != 0)
+            .order_by(f.c.rated_at, f.c.id)
+        )
+        if since is not None:
+            query = query.where(f.c.rated_at >= since)
+        if rating is not None:
+            query = query.where(f.c.rating == rating)
+        with self.engine.connect() as conn:
+            rows = read_only(conn).execute(query).all()
+        return [
+            RatedAnswer(
+                answer=_stored_answer(r), rater=r.rater, platform=r.rated_on, rating=int(r.rating),
+                source=r.source, reason=r.reason, rated_at=r.rated_at, updated_at=r.updated_at,
+            )
+            for r in rows
+        ]
+
+    def feedback_log(self, answer_id: str | None = None) -> list[FeedbackChange]:
+        query = select(_LOG).order_by(_LOG.c.id)
+        if answer_id is not None:
+            query = query.where(_LOG.c.answer_id == answer_id)
+        with self.engine.connect() as conn:
+            rows = read_only(conn).execute(query).all()
+        return [
+            FeedbackChange(
+                answer_id=r.answer_id, rater=r.rater, platform=r.platform, rating=r.rating,
+                previous_rating=r.previous_rating, source=r.source, reason=r.reason, rated_at=r.rated_at,
+                recorded_at=r.recorded_at,
+            )
+            for r in rows
+        ]
+
+    def count_rows(self, table: str) -> int:
+        """Row count of one of the store's tables (diagnostics, tests)."""
+        tables = {t.name: t for t in (_THREADS, _MESSAGES, _ANSWERS, _LINKS, _DELIVERIES, _FEEDBACK, _LOG)}
+        with self.engine.connect() as conn:
+            return int(read_only(conn).execute(select(func.count()).select_from(tables[table])).scalar_one())
+
+
+def _answer_values(record: AnswerRecord) -> dict[str, Any]:
+    return {
+        "question": record.question[:MAX_STORED_TEXT],
+        "standalone_question": record.standalone_question[:MAX_STORED_TEXT],
+        "collection": record.collection,
+        "history_turns": record.history_turns,
+        "complexity": record.complexity,
+        "params": dict(record.params),
+        "chunk_ids": list(record.chunk_ids),
+        "citations": [_citation_dict(c) for c in record.citations],
+        "text": record.text,
+        "refused": record.refused,
+        "outcome": record.outcome,
+        "note": record.note,
+        "model": record.model[:128],
+        "tokens_in": record.tokens_in,
+        "tokens_out": record.tokens_out,
+        "context_tokens": record.context_tokens,
+        "latency_ms": float(record.latency_ms),
+    }
+
+
+def _citation_dict(c: Citation) -> dict[str, Any]:
+    return {"n": c.n, "chunk_id": c.chunk_id, "label": c.label, "quote": c.quote}
+
+
+def _answer_query():
+    return select(_ANSWERS, _MESSAGES.c.platform).join(_MESSAGES, _MESSAGES.c.id == _ANSWERS.c.message_id)
+
+
+def _stored_answer(row: Any) -> StoredAnswer:
+    record = AnswerRecord(
+        question=row.question,
+        standalone_question=row.standalone_question,
+        text=row.text,
+        refused=bool(row.refused),
+        outcome=row.outcome,
+        collection=row.collection,
+        history_turns=row.history_turns,
+        complexity=row.complexity,
+        params=dict(row.params or {}),
+        chunk_ids=list(row.chunk_ids or []),
+        citations=[Citation(**c) for c in _citations(row.citations)],
+        note=row.note,
+        model=row.model,
+        tokens_in=row.tokens_in,
+        tokens_out=row.tokens_out,
+        context_tokens=row.context_tokens,
+        latency_ms=row.latency_ms,
+    )
+    return StoredAnswer(
+        id=row.id, record=record, created_at=row.created_at, message_pk=row.message_id,
+        thread_pk=row.thread_id, platform=row.platform,
+    )
+
+
+def _citations(raw: Iterable[Any] | None) -> Sequence[dict[str, Any]]:
+    return [c for c in (raw or []) if isinstance(c, dict)]

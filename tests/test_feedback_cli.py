@@ -1,0 +1,140 @@
+"""`hypa feedback report|export` over a real store, and the question-type classifier they use."""
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from typer.testing import CliRunner
+
+from bot.cli import app
+from core.conversation import FeedbackEvent
+from core.eval.run import read_items
+from core.question_type import classify_question
+from tests.test_conversation_service import build_service, message
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """Settings pointed at a SQLite file in tmp_path (and no project .env)."""
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "bot.sqlite3"
+    monkeypatch.setenv("HYPA_DATABASE_URL", f"sqlite:///{db}")
+    monkeypatch.setenv("HYPA_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path
+
+
+@pytest.fixture
+def rated(env):
+    """Three answers in two threads (one a follow-up), rated by several people over three days."""
+    service = build_service(env)
+    now = datetime.now(UTC)
+    notice = service.handle(message("How must a seller notify buyers before selling a widget?", "1.1", minutes=0))
+    follow = service.handle(message("What are the methods?", "1.2", minutes=1))
+    penalty = service.handle(message("Is there a civil penalty for a first violation?", "2.1", thread="2.1"))
+    events = [
+        (notice, "A", 1, 2), (notice, "B", 1, 1), (follow, "A", -1, 1), (follow, "C", -1, 0),
+        (follow, "B", 1, 0), (penalty, "A", -1, 0),
+    ]
+    for reply, rater, rating, days_ago in events:
+        reason = "misses e-mail" if rater == "C" else ""
+        service.record_feedback(FeedbackEvent(reply.answer_id, "slack", rater, rating,
+                                              reason=reason, at=now - timedelta(days=days_ago)))
+    service.record_feedback(FeedbackEvent(notice.answer_id, "slack", "Z", 1))
+    service.record_feedback(FeedbackEvent(notice.answer_id, "slack", "Z", 0))  # removed: not counted
+    service.store.close()
+    return {"notice": notice, "follow": follow, "penalty": penalty}
+
+
+def test_report_prints_tables_and_writes_a_png(rated, env):
+    result = runner.invoke(app, ["feedback", "report", "--out", "plots/report.png", "--days", "7"])
+    assert result.exit_code == 0, result.output
+    text = result.output
+    assert "6 current ratings" in text and "3 👍" in text and "3 👎" in text
+    for title in ("Ratings per day", "By complexity", "By question type", "Worst-rated answers"):
+        assert title in text
+    assert "follow-up" in text and "yes-no" in text
+    # The follow-up (1 up, 2 down) is the worst answer, listed with its reason and citations.
+    worst_section = text[text.index("Worst-rated answers"):]
+    assert worst_section.index(rated["follow"].answer_id) < worst_section.index(rated["penalty"].answer_id)
+    assert "reasons:" in worst_section and "misses" in worst_section and "Toy Code" in worst_section
+    png = (env / "plots" / "report.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+
+
+def test_report_window_excludes_older_ratings(rated, env):
+    result = runner.invoke(app, ["feedback", "report", "--days", "1", "--out", "r.png"])
+    assert result.exit_code == 0, result.output
+    assert "3 current ratings" in result.output  # only today's (days_ago == 0)
+
+
+def test_report_and_export_without_feedback_say_so(env):
+    result = runner.invoke(app, ["feedback", "report"])
+    assert result.exit_code == 0 and "No feedback yet" in result.output
+    assert not (env / "feedback_report.png").exists()
+    build_service(env).store.close()  # the database exists, still no ratings
+    result = runner.invoke(app, ["feedback", "export", "--out", "x.jsonl"])
+    assert result.exit_code == 0 and "No feedback yet" in result.output
+    assert (env / "x.jsonl").read_text() == ""
+
+
+def test_bad_database_url_is_a_clear_error(env, monkeypatch):
+    monkeypatch.setenv("HYPA_DATABASE_URL", "not a url")
+    result = runner.invoke(app, ["feedback", "report"])
+    assert result.exit_code == 1 and "not a SQLAlchemy URL" in result.output
+
+
+def test_export_writes_eval_format_rows_with_feedback_fields(rated, env):
+    result = runner.invoke(app, ["feedback", "export", "--out", "out/rated.jsonl"])
+    assert result.exit_code == 0, result.output
+    path = env / "out" / "rated.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 6 and "6 rated exchange(s)" in result.output
+    required = {"answer_id", "platform", "rater", "rating", "question", "answer", "citations", "rated_at",
+                "id", "conversation_history", "reference_answer", "reference_context", "metadata"}
+    assert all(required <= set(r) for r in rows)
+    assert {r["rating"] for r in rows} == {1, -1} and all(r["platform"] == "slack" for r in rows)
+    follow = next(r for r in rows if r["answer_id"] == rated["follow"].answer_id and r["rater"] == "C")
+    assert follow["reason"] == "misses e-mail" and follow["metadata"]["question_type"] == "conversational"
+    assert [t["role"] for t in follow["conversation_history"]] == ["user", "assistant"]
+    assert follow["conversation_history"][0]["content"].startswith("How must a seller notify")
+    assert follow["citations"] and {"n", "chunk_id", "label", "quote"} <= set(follow["citations"][0])
+    assert follow["reference_answer"] == "" and follow["metadata"]["needs_review"] is True
+    datetime.fromisoformat(follow["rated_at"])
+    # `hypa eval run` accepts the file as a dataset (ids unique, history well-formed).
+    items = read_items(path)
+    assert len(items) == 6 and any(item.history for item in items)
+
+
+def test_export_filters_by_rating(rated, env):
+    result = runner.invoke(app, ["feedback", "export", "--out", "down.jsonl", "--rating", "down"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(x) for x in (env / "down.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all(r["rating"] == -1 for r in rows)
+    bad = runner.invoke(app, ["feedback", "export", "--out", "x.jsonl", "--rating", "meh"])
+    assert bad.exit_code != 0
+
+
+@pytest.mark.parametrize(
+    "question, in_thread, expected",
+    [
+        ("What about employment agencies?", True, "follow-up"),
+        ("What about employment agencies?", False, "other"),
+        ("How does a bias audit differ from an impact assessment?", False, "compare"),
+        ("Independent auditor vs internal reviewer", False, "compare"),
+        ("What are the penalties, and how are they calculated?", False, "multi-part"),
+        ("Who enforces it? When does it apply?", False, "multi-part"),
+        ("What is an AEDT?", False, "definition"),
+        ("What does independent auditor mean?", False, "definition"),
+        ("Define bias audit", False, "definition"),
+        ("Do I need a bias audit before using the tool?", False, "yes-no"),
+        ("I run a staffing agency. Must I publish the results?", False, "yes-no"),
+        ("What is the civil penalty for a first violation under the law?", False, "other"),
+        ("When must candidates be notified?", False, "other"),
+        ("", False, "other"),
+    ],
+)
+def test_question_type_rules(question, in_thread, expected):
+    assert classify_question(question, in_thread=in_thread) == expected

@@ -1,0 +1,234 @@
+"""ConversationStore: schema = migrations, constraints, races settled by the database."""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import IntegrityError
+
+from core.conversation import FeedbackEvent, IncomingMessage, UnknownAnswer
+from core.types import Citation
+from storage.sql import AnswerRecord, ConversationStore
+from storage.sql.migrate import alembic_config, current_revision, head_revision
+from storage.sql.models import Base
+from storage.sql.store import insert_if_absent
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = ConversationStore(f"sqlite:///{tmp_path / 'store.sqlite3'}")
+    yield s
+    s.close()
+
+
+def msg(message_id: str, thread: str = "1.0", text: str = "What is a widget audit?", minutes: int = 0):
+    return IncomingMessage(
+        platform="telegram", workspace="telegram", channel="-100", thread=thread, user="42", text=text,
+        message_id=message_id, sent_at=T0 + timedelta(minutes=minutes),
+    )
+
+
+def answer(store: ConversationStore, message_id: str = "1", **kw) -> str:
+    claim = store.claim_message(msg(message_id, **kw))
+    record = AnswerRecord(
+        question="What is a widget audit?", standalone_question="What is a widget audit?", text="An audit [1].",
+        refused=False, outcome="answered", collection="toy", complexity=1, params={"top_k": 3},
+        chunk_ids=["toy-doc:a"], citations=[Citation(1, "toy-doc:a", "Toy § 1", "an impartial evaluation")],
+        model="extractive", tokens_in=10, tokens_out=5, context_tokens=300, latency_ms=12.5,
+    )
+    stored, created = store.store_answer(claim, record)
+    assert created
+    return stored.id
+
+
+def test_migrations_create_exactly_the_models_schema(store):
+    with store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+    assert diff == []
+    assert current_revision(store.engine) == head_revision()
+    assert {"threads", "messages", "answers", "platform_messages", "deliveries", "feedback", "feedback_log"} <= set(
+        inspect(store.engine).get_table_names()
+    )
+
+
+def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(store):
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+def test_reopening_and_concurrent_first_opens_migrate_once(tmp_path):
+    url = f"sqlite:///{tmp_path / 'fresh' / 'db.sqlite3'}"
+    errors: list[BaseException] = []
+
+    def open_store():
+        try:
+            ConversationStore(url).close()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    reopened = ConversationStore(url)
+    assert current_revision(reopened.engine) == head_revision()
+
+
+def test_postgresql_ddl_renders_offline(capsys):
+    """The migration is portable: Alembic writes its PostgreSQL DDL without a server."""
+    command.upgrade(alembic_config("postgresql://u:p@localhost/hypa"), "head", sql=True)
+    ddl = capsys.readouterr().out
+    assert "CREATE TABLE feedback" in ddl and "uq_feedback_answer_id_rater" in ddl and "SERIAL" in ddl
+
+
+def test_upsert_compiles_for_postgresql():
+    from sqlalchemy.dialects.postgresql import insert
+
+    table = Base.metadata.tables["deliveries"]
+    sql = str(insert(table).values(platform="slack", delivery_id="E1").on_conflict_do_nothing().compile(
+        dialect=postgresql.dialect()))
+    assert "ON CONFLICT DO NOTHING" in sql
+
+
+def test_messages_are_unique_per_platform_workspace_channel_id(store):
+    first = store.claim_message(msg("1"))
+    again = store.claim_message(msg("1"))
+    other_channel = store.claim_message(IncomingMessage(
+        platform="telegram", workspace="telegram", channel="-200", thread="1.0", user="42", text="x",
+        message_id="1"))
+    assert first.owner and not again.owner and other_channel.owner
+    assert again.message_pk == first.message_pk and store.count_rows("messages") == 2
+    with store.engine.begin() as conn:
+        assert not insert_if_absent(conn, Base.metadata.tables["threads"], {
+            "platform": "telegram", "workspace": "telegram", "channel": "-100", "thread_key": "1.0", "created_at": T0})
+
+
+def test_answer_round_trip_and_one_answer_per_message(store):
+    answer_id = answer(store)
+    stored = store.get_answer(answer_id)
+    r = stored.record
+    assert r.citations == [Citation(1, "toy-doc:a", "Toy § 1", "an impartial evaluation")]
+    assert (r.complexity, r.params, r.chunk_ids, r.tokens_in, r.tokens_out, r.context_tokens) == (
+        1, {"top_k": 3}, ["toy-doc:a"], 10, 5, 300)
+    assert stored.created_at.tzinfo is not None and stored.platform == "telegram"
+    claim = store.claim_message(msg("1"))
+    earlier, created = store.store_answer(claim, r)
+    assert not created and earlier.id == answer_id and store.count_rows("answers") == 1
+    assert store.get_answer("missing") is None
+
+
+def test_foreign_keys_are_enforced(store):
+    with pytest.raises(IntegrityError):
+        with store.engine.begin() as conn:
+            conn.execute(Base.metadata.tables["platform_messages"].insert().values(
+                platform="slack", channel="C", message_id="1", answer_id="nope", created_at=T0))
+
+
+def test_thread_history_orders_turns_and_excludes_the_current_message(store):
+    for i in range(3):
+        answer(store, str(i), minutes=i)
+    later = store.claim_message(msg("9", minutes=9))
+    history = store.thread_history(later.thread_pk, 2, before_message_pk=later.message_pk)
+    assert [t.role for t in history] == ["user", "assistant", "user", "assistant"]
+    assert store.thread_history(later.thread_pk, 0) == []
+    assert store.is_bot_thread("telegram", "telegram", "-100", "1.0")
+    assert not store.is_bot_thread("telegram", "telegram", "-100", "2.0")
+
+
+def test_delivery_ids_are_claimed_once_even_concurrently(store):
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda _: store.claim_delivery("slack", "Ev42"), range(64)))
+    assert results.count(True) == 1
+    assert store.claim_delivery("telegram", "Ev42")  # another platform's id space
+    assert store.prune_deliveries(timedelta(0)) == 2 and store.claim_delivery("slack", "Ev42")
+
+
+def test_feedback_one_rating_per_rater_changes_logged(store):
+    answer_id = answer(store)
+    ev = lambda rating, rater="7", **kw: FeedbackEvent(answer_id, "telegram", rater, rating, **kw)
+    assert store.record_feedback(ev(1)).changed
+    assert not store.record_feedback(ev(1)).changed
+    out = store.record_feedback(ev(-1, reason="cites the wrong section"))
+    assert out.changed and out.rating == -1
+    assert not store.record_feedback(ev(-1, reason="cites the wrong section")).changed
+    assert store.record_feedback(ev(-1, reason="and misses the penalty")).changed
+    removed = store.record_feedback(ev(0))
+    assert removed.changed and removed.rating == 0 and store.current_rating(answer_id, "7") == 0
+    assert not store.record_feedback(ev(0)).changed
+    assert not store.record_feedback(ev(0, rater="never-rated")).changed
+    log = store.feedback_log(answer_id)
+    assert [(c.previous_rating, c.rating) for c in log] == [(0, 1), (1, -1), (-1, -1), (-1, 0)]
+    assert store.count_rows("feedback") == 1 and store.rated_answers() == []
+    with pytest.raises(UnknownAnswer):
+        store.record_feedback(FeedbackEvent("unknown", "telegram", "7", 1))
+    with pytest.raises(ValueError):
+        store.record_feedback(ev(2))
+
+
+def test_removing_a_reaction_withdraws_only_the_rating_it_gave(store):
+    answer_id = answer(store)
+    ev = lambda rating, **kw: FeedbackEvent(answer_id, "slack", "U1", rating, **kw)
+    store.record_feedback(ev(1, source="reaction"))
+    store.record_feedback(ev(-1, source="button"))  # changed their mind with the button
+    kept = store.record_feedback(ev(0, source="reaction", withdraws=1))  # then took the 👍 reaction away
+    assert not kept.changed and kept.rating == -1 and store.current_rating(answer_id, "U1") == -1
+    removed = store.record_feedback(ev(0, source="reaction", withdraws=-1))
+    assert removed.changed and store.current_rating(answer_id, "U1") == 0
+
+
+def test_200_concurrent_reactions_lose_and_double_nothing(store):
+    """200 raters click at once, half of them twice (double clicks), then 50 remove their rating."""
+    answer_id = answer(store)
+    events = [FeedbackEvent(answer_id, "slack", f"U{i}", 1 if i % 4 else -1, source="button") for i in range(200)]
+    events += events[:100]  # double clicks race their first click
+    barrier = threading.Barrier(len(events))
+
+    def click(event):
+        barrier.wait()
+        return store.record_feedback(event)
+
+    threads_out: list = []
+    workers = [threading.Thread(target=lambda e=e: threads_out.append(click(e))) for e in events]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(threads_out) == 300 and sum(o.changed for o in threads_out) == 200
+    rated = store.rated_answers()
+    assert len(rated) == 200 and len({r.rater for r in rated}) == 200
+    assert sum(r.rating == 1 for r in rated) == 150 and sum(r.rating == -1 for r in rated) == 50
+    assert len(store.feedback_log(answer_id)) == 200
+    with ThreadPoolExecutor(25) as pool:
+        list(pool.map(store.record_feedback, [FeedbackEvent(answer_id, "slack", f"U{i}", 0) for i in range(50)]))
+    assert len(store.rated_answers()) == 150 and store.count_rows("feedback") == 200
+    assert len(store.feedback_log(answer_id)) == 250
+
+
+def test_rated_answers_filters_by_time_and_sign(store):
+    answer_id = answer(store)
+    store.record_feedback(FeedbackEvent(answer_id, "slack", "A", 1, at=T0))
+    store.record_feedback(FeedbackEvent(answer_id, "slack", "B", -1, at=T0 + timedelta(days=3)))
+    assert [r.rater for r in store.rated_answers(since=T0 + timedelta(days=1))] == ["B"]
+    assert [r.rater for r in store.rated_answers(rating=1)] == ["A"]
+    assert store.rated_answers()[0].answer.id == answer_id
+
+
+def test_ping_reports_an_unreachable_database(tmp_path):
+    store = ConversationStore(f"sqlite:///{tmp_path / 'ok.sqlite3'}")
+    assert store.ping()
+    broken = ConversationStore(f"sqlite:///{tmp_path / 'no' / 'such' / 'x.sqlite3'}", migrate=False)
+    (tmp_path / "no" / "such").rmdir()
+    assert not broken.ping()
