@@ -1,0 +1,349 @@
+"""The Slack bot: a slack-bolt AsyncApp whose listeners feed the ConversationService.
+
+Every event is acknowledged at once (bolt acks Events API requests before running listeners; the
+button listener calls `ack()` first), and the work happens in a tracked background task: post a
+"Looking that up…" placeholder in the thread, answer in a worker thread (the pipeline is CPU-bound
+and the service does blocking database I/O), then `chat.update` the placeholder with the answer.
+
+The same AsyncApp serves HTTP mode (`routes()`, mounted into bot.http_app) and Socket Mode
+(`socket_mode_handler()`), so both modes run exactly the same listeners.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import aiohttp
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+from starlette.requests import Request
+from starlette.routing import Route
+
+from adapters.slack.blocks import (
+    ACTION_DOWNVOTE,
+    ACTION_UPVOTE,
+    FEEDBACK_ACTIONS,
+    UNKNOWN_ANSWER_TEXT,
+    SlackMessage,
+    feedback_acknowledgement,
+    render_failure,
+    render_placeholder,
+    render_reply,
+)
+from adapters.slack.events import (
+    PLATFORM,
+    BotIdentity,
+    is_answerable_mention,
+    message_key,
+    route_message,
+    to_incoming,
+)
+from adapters.slack.tasks import BackgroundTasks
+from adapters.slack.text import rating_for_reaction
+from bot.metrics import Metrics
+from core.conversation import (
+    ConversationService,
+    FeedbackEvent,
+    IncomingMessage,
+    Rating,
+    UnknownAnswer,
+)
+
+if TYPE_CHECKING:
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+_FEEDBACK_ACTION_IDS = re.compile(f"^({ACTION_UPVOTE}|{ACTION_DOWNVOTE})$")
+_SAVE_FAILED_TEXT = "Sorry, your rating could not be saved just now; please try again in a minute."
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SlackConfig:
+    bot_token: str  # xoxb-…
+    signing_secret: str  # HTTP mode: verifies every request; unused in Socket Mode
+    api_base_url: str = "https://slack.com/api/"
+    socket_mode: bool = False
+    rate_limit_retries: int = 3  # 429 + Retry-After, handled by slack_sdk
+    drain_timeout_s: float = 30.0  # shutdown waits this long for answers in flight
+    # Answers computed at once. The pipeline is CPU-bound and holds the GIL most of the time, so more
+    # threads add no throughput; they only starve the event loop that must ack Slack within 3 s.
+    max_concurrent_answers: int = 2
+
+
+def configure_web_client(client: AsyncWebClient, config: SlackConfig) -> AsyncWebClient:
+    """Point bolt's Web API client at SLACK_API_BASE_URL and make it retry 429s (after Retry-After)
+    and connection resets. (Configured in place rather than passed to AsyncApp: bolt would then
+    also read SLACK_BOT_TOKEN from the environment and warn that it is unused.)"""
+    client.base_url = config.api_base_url if config.api_base_url.endswith("/") else config.api_base_url + "/"
+    client.timeout = 30
+    client.retry_handlers = [
+        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=config.rate_limit_retries),
+    ]
+    return client
+
+
+class SlackBot:
+    def __init__(
+        self,
+        service: ConversationService,
+        config: SlackConfig,
+        *,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.service = service
+        self.config = config
+        self.metrics = metrics
+        self.tasks = BackgroundTasks()
+        self._answer_slots: asyncio.Semaphore | None = None  # created on the serving event loop
+        self.app = AsyncApp(
+            token=config.bot_token,
+            signing_secret=config.signing_secret,
+            # Socket Mode requests arrive over an authenticated WebSocket and carry no signature.
+            request_verification_enabled=not config.socket_mode,
+            process_before_response=False,  # ack first, then run listeners
+            name="hypa-slack",
+            logger=logging.getLogger("slack_bolt.hypa"),
+        )
+        self.client = configure_web_client(self.app.client, config)
+        self._register_listeners()
+
+    # -- wiring --------------------------------------------------------------------------------
+
+    def _register_listeners(self) -> None:
+        self.app.event("app_mention")(self._on_app_mention)
+        self.app.event("message")(self._on_message)
+        self.app.event("reaction_added")(self._on_reaction_added)
+        self.app.event("reaction_removed")(self._on_reaction_removed)
+        self.app.action(_FEEDBACK_ACTION_IDS)(self._on_feedback_button)
+
+    def routes(self) -> list[Route]:
+        """`POST /slack/events`: the Events API and interactivity (button clicks) request URL."""
+        handler = AsyncSlackRequestHandler(self.app)
+
+        async def slack_events(request: Request):
+            return await handler.handle(request)
+
+        return [Route(EVENTS_PATH, slack_events, methods=["POST"])]
+
+    def socket_mode_handler(self, app_token: str) -> AsyncSocketModeHandler:
+        """A Socket Mode connection (SLACK_APP_TOKEN, xapp-…) dispatching to the same AsyncApp."""
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        return AsyncSocketModeHandler(self.app, app_token, web_client=self.client)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Any = None):
+        """Starlette lifespan: one pooled HTTP session for Web API calls while serving; on shutdown,
+        let answers in flight finish (up to drain_timeout_s), then close the session."""
+        self.client.session = aiohttp.ClientSession()  # else slack_sdk opens one per API call
+        try:
+            yield
+            if not await self.tasks.drain(self.config.drain_timeout_s):
+                log.warning("shutting down with %d Slack answers still in flight", self.tasks.pending)
+        finally:
+            await self.client.session.close()
+            self.client.session = None
+
+    # -- listeners (run after the ack; they only decide and start background work) --------------
+
+    async def _on_app_mention(self, body: dict, event: dict, context) -> None:
+        bot = _identity(context)
+        if is_answerable_mention(event, bot):
+            self.tasks.spawn(self._answer_event(body, event, bot, check_thread=False), name=_task_name(body))
+
+    async def _on_message(self, body: dict, event: dict, context) -> None:
+        bot = _identity(context)
+        route = route_message(event, bot)
+        if route.action == "ignore":
+            log.debug("slack message %s ignored: %s", body.get("event_id"), route.reason)
+            return
+        check_thread = route.action == "answer_if_bot_thread"
+        self.tasks.spawn(self._answer_event(body, event, bot, check_thread=check_thread), name=_task_name(body))
+
+    async def _on_reaction_added(self, body: dict, event: dict, context) -> None:
+        self._start_reaction(body, event, _identity(context), added=True)
+
+    async def _on_reaction_removed(self, body: dict, event: dict, context) -> None:
+        self._start_reaction(body, event, _identity(context), added=False)
+
+    async def _on_feedback_button(self, ack, body: dict, action: dict) -> None:
+        await ack()
+        self.tasks.spawn(self._record_button(body, action), name="slack-button")
+
+    # -- answering -------------------------------------------------------------------------------
+
+    async def _answer_event(self, body: dict, event: dict, bot: BotIdentity, *, check_thread: bool) -> None:
+        team = body.get("team_id") or event.get("team") or ""
+        if check_thread and not await self._call(
+            self.service.is_bot_thread, PLATFORM, team, event["channel"], event["thread_ts"]
+        ):
+            return
+        # Retries of one delivery share its event_id; the app_mention and message events of one
+        # message share the message key. Either claim failing means someone already answered.
+        if not await self._claim(body.get("event_id")):
+            return
+        if not await self._claim(message_key(team, event)):
+            return
+        # (The service logs the question, only when HYPA_LOG_MESSAGE_TEXT is on.)
+        await self._reply(to_incoming(event, team, bot))
+
+    async def _reply(self, incoming: IncomingMessage) -> None:
+        channel, thread = incoming.channel, incoming.thread
+        placeholder_ts = await self._post(channel, thread, render_placeholder())
+        if self._answer_slots is None:
+            self._answer_slots = asyncio.Semaphore(self.config.max_concurrent_answers)
+        try:
+            async with self._answer_slots:
+                reply = await self._call(self.service.handle, incoming)
+        except Exception:  # whatever it was, the user must hear about it
+            log.exception("answering slack message %s failed", incoming.message_id)
+            self._count_error("slack_answer")
+            await self._show(channel, thread, placeholder_ts, render_failure())
+            return
+        if reply.duplicate:  # answered before (e.g. by another replica): post nothing new
+            if placeholder_ts:
+                await self._api("chat.delete", self.client.chat_delete(channel=channel, ts=placeholder_ts))
+            return
+        message = render_reply(reply)
+        if placeholder_ts:
+            # Linked before the update, so a reaction right after the answer appears is not missed.
+            await self._link(reply.answer_id, channel, placeholder_ts)
+        shown_ts = await self._show(channel, thread, placeholder_ts, message)
+        if shown_ts and shown_ts != placeholder_ts:
+            await self._link(reply.answer_id, channel, shown_ts)
+
+    async def _show(self, channel: str, thread: str, ts: str | None, message: SlackMessage) -> str | None:
+        """Replace the placeholder with `message`; post it anew if that fails. Returns the message ts."""
+        if ts:
+            updated = await self._api(
+                "chat.update",
+                self.client.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.blocks),
+            )
+            if updated is not None:
+                return ts
+        posted = await self._post(channel, thread, message)
+        if posted is None and message.blocks:
+            # Last resort, e.g. Slack rejected the blocks: the plain text still reaches the user.
+            posted = await self._post(channel, thread, SlackMessage(text=message.text, blocks=[]))
+        return posted
+
+    async def _post(self, channel: str, thread: str, message: SlackMessage) -> str | None:
+        kwargs: dict[str, Any] = {"channel": channel, "thread_ts": thread, "text": message.text}
+        if message.blocks:
+            kwargs["blocks"] = message.blocks
+        response = await self._api("chat.postMessage", self.client.chat_postMessage(**kwargs))
+        return None if response is None else response.get("ts")
+
+    # -- feedback ----------------------------------------------------------------------------------
+
+    def _start_reaction(self, body: dict, event: dict, bot: BotIdentity, *, added: bool) -> None:
+        rating = rating_for_reaction(event.get("reaction", ""))
+        item = event.get("item") or {}
+        if rating is None or item.get("type") != "message" or not event.get("user"):
+            return
+        if event["user"] == bot.user_id:
+            return
+        self.tasks.spawn(
+            self._record_reaction(body, event, rating if added else 0, withdraws=None if added else rating),
+            name=_task_name(body),
+        )
+
+    async def _record_reaction(self, body: dict, event: dict, rating: Rating, *, withdraws: Rating | None) -> None:
+        if not await self._claim(body.get("event_id")):
+            return
+        item = event["item"]
+        answer_id = await self._call(self.service.answer_for_platform_message, PLATFORM, item["channel"], item["ts"])
+        if answer_id is None:
+            return  # a reaction on some other message
+        feedback = FeedbackEvent(answer_id, PLATFORM, event["user"], rating, source="reaction", withdraws=withdraws)
+        try:
+            await self._call(self.service.record_feedback, feedback)
+        except UnknownAnswer:
+            log.info("reaction on slack message %s: answer %s is gone", item["ts"], answer_id)
+        except Exception:  # a lost rating is logged and counted, never a crash
+            log.exception("recording a slack reaction failed")
+            self._count_error("slack_feedback")
+
+    async def _record_button(self, body: dict, action: dict) -> None:
+        user = (body.get("user") or {}).get("id", "")
+        container = body.get("container") or {}
+        channel = (body.get("channel") or {}).get("id") or container.get("channel_id", "")
+        message = body.get("message") or {}
+        thread = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
+        feedback = FeedbackEvent(
+            action.get("value", ""), PLATFORM, user, FEEDBACK_ACTIONS[action["action_id"]], source="button"
+        )
+        try:
+            outcome = await self._call(self.service.record_feedback, feedback)
+            text = feedback_acknowledgement(outcome.rating or feedback.rating, outcome.changed)
+        except UnknownAnswer:
+            text = UNKNOWN_ANSWER_TEXT
+        except Exception:  # the clicker is told below
+            log.exception("recording a slack button click failed")
+            self._count_error("slack_feedback")
+            text = _SAVE_FAILED_TEXT
+        if channel and user:
+            kwargs: dict[str, Any] = {"channel": channel, "user": user, "text": text}
+            if thread:
+                kwargs["thread_ts"] = thread
+            await self._api("chat.postEphemeral", self.client.chat_postEphemeral(**kwargs))
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking service call in a worker thread, keeping the event loop free for acks."""
+        return await asyncio.to_thread(fn, *args)
+
+    async def _claim(self, delivery_id: str | None) -> bool:
+        if not delivery_id:
+            return True
+        first = await self._call(self.service.claim_delivery, PLATFORM, delivery_id)
+        if not first:
+            log.info("slack delivery %s already handled; dropped", delivery_id)
+            if self.metrics is not None:
+                self.metrics.count_duplicate(PLATFORM)
+        return first
+
+    async def _link(self, answer_id: str, channel: str, ts: str) -> None:
+        try:
+            await self._call(self.service.link_platform_message, answer_id, PLATFORM, channel, ts)
+        except Exception:  # the answer is shown; only reactions on it would be missed
+            log.exception("linking answer %s to slack message %s failed", answer_id, ts)
+            self._count_error("slack_link")
+
+    async def _api(self, method: str, call: Awaitable[Any]) -> Any | None:
+        """Await a Web API call; on failure log it, count it and return None (callers fall back)."""
+        try:
+            return await call
+        except (TimeoutError, SlackApiError, SlackClientError, aiohttp.ClientError, OSError) as exc:
+            error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+            log.error("slack %s failed: %s", method, error)
+            self._count_error("slack_api")
+            return None
+
+    def _count_error(self, component: str) -> None:
+        if self.metrics is not None:
+            self.metrics.count_error(component)
+
+
+def _identity(context) -> BotIdentity:
+    return BotIdentity(user_id=context.bot_user_id or "", bot_id=context.bot_id or "")
+
+
+def _task_name(body: dict) -> str:
+    return f"slack-{body.get('event_id', 'event')}"

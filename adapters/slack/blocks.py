@@ -1,0 +1,138 @@
+"""Block Kit messages: the answer with numbered sources and 👍/👎 buttons, the placeholder, failures.
+
+Slack's limits shape this module: a section's text is at most 3,000 characters, a message at most
+50 blocks, and `text` is what notifications and screen readers show instead of the blocks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.slack.text import answer_mrkdwn, escape_mrkdwn, split_text
+from core.conversation import Rating, Reply
+
+SECTION_CHARS = 3000
+MAX_BLOCKS = 50
+FALLBACK_CHARS = 3000
+QUOTE_CHARS = 200
+MAX_SOURCES = 10
+
+ACTION_UPVOTE = "feedback_up"
+ACTION_DOWNVOTE = "feedback_down"
+FEEDBACK_ACTIONS = {ACTION_UPVOTE: 1, ACTION_DOWNVOTE: -1}
+
+PLACEHOLDER_TEXT = "Looking that up… :mag:"
+FAILURE_TEXT = (
+    "Sorry, something went wrong while answering, so I have no answer for you this time. "
+    "Please try again in a minute; if it keeps happening, tell the team that runs this bot."
+)
+REFUSAL_PREFIX = "*Not answered.*"
+
+# Blocks the answer may not use: a sources header + sources, divider, note, actions.
+_RESERVED_BLOCKS = 6
+
+
+@dataclass(frozen=True)
+class SlackMessage:
+    text: str  # notification / accessibility fallback
+    blocks: list[dict]
+
+
+def _section(mrkdwn: str) -> dict:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn}}
+
+
+def _context(mrkdwn: str) -> dict:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": mrkdwn}]}
+
+
+def _fallback(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= FALLBACK_CHARS else text[: FALLBACK_CHARS - 1] + "…"
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def source_lines(reply: Reply) -> list[str]:
+    """One line per cited number: "*[1]* label — “quote”" (a number citing two provisions lists both)."""
+    by_number: dict[int, list[tuple[str, str]]] = {}
+    for c in reply.citations:
+        by_number.setdefault(c.n, []).append((c.label, c.quote))
+    lines = []
+    for n in sorted(by_number)[:MAX_SOURCES]:
+        labels = "; ".join(dict.fromkeys(escape_mrkdwn(label) for label, _ in by_number[n]))
+        quote = next((q for _, q in by_number[n] if q.strip()), "")
+        line = f"*[{n}]* {labels}"
+        if quote:
+            line += f" — _“{escape_mrkdwn(_shorten(quote, QUOTE_CHARS))}”_"
+        lines.append(line)
+    hidden = len(by_number) - MAX_SOURCES
+    if hidden > 0:
+        lines.append(f"_…and {hidden} more source{'s' if hidden > 1 else ''}_")
+    return lines
+
+
+def feedback_buttons(answer_id: str) -> dict:
+    return {
+        "type": "actions",
+        "block_id": "feedback",
+        "elements": [
+            {
+                "type": "button",
+                "action_id": ACTION_UPVOTE,
+                "text": {"type": "plain_text", "text": "👍 Helpful", "emoji": True},
+                "value": answer_id,
+            },
+            {
+                "type": "button",
+                "action_id": ACTION_DOWNVOTE,
+                "text": {"type": "plain_text", "text": "👎 Not helpful", "emoji": True},
+                "value": answer_id,
+            },
+        ],
+    }
+
+
+def render_reply(reply: Reply) -> SlackMessage:
+    """The answer (split across sections), its numbered sources, an optional note and 👍/👎 buttons."""
+    body = answer_mrkdwn(reply.text) or "_(empty answer)_"
+    if reply.refused:
+        body = f"{REFUSAL_PREFIX} {body}"
+    pieces = split_text(body, SECTION_CHARS)
+    room = MAX_BLOCKS - _RESERVED_BLOCKS
+    if len(pieces) > room:  # only a runaway answer gets here (~130,000 characters)
+        pieces = pieces[: room - 1] + [_shorten(pieces[room - 1], SECTION_CHARS - 40) + " _(answer cut short)_"]
+    blocks = [_section(p) for p in pieces]
+
+    lines = source_lines(reply)
+    if lines:
+        blocks.append(_context("*Sources*"))
+        blocks.extend(_section(chunk) for chunk in split_text("\n".join(lines), SECTION_CHARS)[:2])
+    if reply.note:
+        blocks.append(_context(f"_{escape_mrkdwn(_shorten(reply.note, 300))}_"))
+    blocks.append({"type": "divider"})
+    blocks.append(feedback_buttons(reply.answer_id))
+
+    fallback = ("Not answered: " if reply.refused else "") + reply.text
+    return SlackMessage(text=_fallback(fallback) or "(empty answer)", blocks=blocks[:MAX_BLOCKS])
+
+
+def render_placeholder() -> SlackMessage:
+    return SlackMessage(text=PLACEHOLDER_TEXT, blocks=[_context(PLACEHOLDER_TEXT)])
+
+
+def render_failure() -> SlackMessage:
+    return SlackMessage(text=FAILURE_TEXT, blocks=[_section(f":warning: {FAILURE_TEXT}")])
+
+
+def feedback_acknowledgement(rating: Rating, changed: bool) -> str:
+    """The ephemeral note a user sees after clicking 👍/👎."""
+    thumb = "👍" if rating > 0 else "👎"
+    if not changed:
+        return f"You had already rated this answer {thumb}; nothing changed."
+    return f"Thanks, your {thumb} is recorded. It helps the team review and improve the answers."
+
+
+UNKNOWN_ANSWER_TEXT = "I could not find that answer any more, so the rating was not saved."

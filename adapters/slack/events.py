@@ -1,0 +1,101 @@
+"""Which Slack events the bot answers, and their normalized form (no I/O here).
+
+Slack delivers one @mention twice when the app also subscribes to channel messages: an
+`app_mention` event and a `message` event, with different event ids. Mentions are answered from
+`app_mention` only; `message` events answer DMs and follow-ups in a thread the bot already answered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from adapters.slack.text import mentions, to_question
+from core.conversation import IncomingMessage
+
+PLATFORM = "slack"
+
+# Message subtypes that are a person writing (file_share = a message with attachments,
+# thread_broadcast = a thread reply also sent to the channel). Edits, deletions, joins and bot
+# posts carry other subtypes and are never answered.
+_USER_SUBTYPES = {None, "file_share", "thread_broadcast"}
+
+
+@dataclass(frozen=True)
+class BotIdentity:
+    """Who the bot is in this workspace (from auth.test, via bolt's authorization)."""
+
+    user_id: str
+    bot_id: str
+
+
+def _from_bot(event: dict, bot: BotIdentity) -> bool:
+    return bool(
+        event.get("bot_id")
+        or event.get("subtype") == "bot_message"
+        or event.get("bot_profile")
+        or (bot.user_id and event.get("user") == bot.user_id)
+        or not event.get("user")
+    )
+
+
+def _sent_at(ts: str) -> datetime:
+    try:
+        return datetime.fromtimestamp(float(ts), tz=UTC)
+    except (TypeError, ValueError, OverflowError):
+        return datetime.now(UTC)
+
+
+def thread_of(event: dict) -> str:
+    """The thread an event's reply belongs in: the root message's ts (a new message starts one)."""
+    return event.get("thread_ts") or event["ts"]
+
+
+def to_incoming(event: dict, team_id: str, bot: BotIdentity) -> IncomingMessage:
+    return IncomingMessage(
+        platform=PLATFORM,
+        workspace=team_id,
+        channel=event["channel"],
+        thread=thread_of(event),
+        user=event["user"],
+        text=to_question(event.get("text", ""), bot.user_id),
+        message_id=event["ts"],
+        sent_at=_sent_at(event["ts"]),
+    )
+
+
+def is_answerable_mention(event: dict, bot: BotIdentity) -> bool:
+    """An `app_mention` from a person (Slack also sends them for edits, which carry `subtype`)."""
+    return (
+        not _from_bot(event, bot)
+        and event.get("subtype") in _USER_SUBTYPES
+        and bool(event.get("channel") and event.get("ts"))
+    )
+
+
+@dataclass(frozen=True)
+class MessageRoute:
+    """What to do with a `message` event: answer it, answer it if its thread is ours, or ignore it."""
+
+    action: str  # "answer" | "answer_if_bot_thread" | "ignore"
+    reason: str = ""
+
+
+def route_message(event: dict, bot: BotIdentity) -> MessageRoute:
+    if event.get("subtype") not in _USER_SUBTYPES:
+        return MessageRoute("ignore", f"subtype {event.get('subtype')}")
+    if _from_bot(event, bot):
+        return MessageRoute("ignore", "sent by a bot")
+    if not (event.get("channel") and event.get("ts")):
+        return MessageRoute("ignore", "no channel or ts")
+    if event.get("channel_type") == "im":
+        return MessageRoute("answer", "direct message")
+    if mentions(event.get("text", ""), bot.user_id):
+        return MessageRoute("ignore", "mention (answered from app_mention)")
+    if event.get("thread_ts") and event.get("thread_ts") != event.get("ts"):
+        return MessageRoute("answer_if_bot_thread", "thread reply without a mention")
+    return MessageRoute("ignore", "channel message without a mention")
+
+
+def message_key(team_id: str, event: dict) -> str:
+    """A delivery id for the message itself, shared by its app_mention and message events."""
+    return f"message:{team_id}:{event['channel']}:{event['ts']}"

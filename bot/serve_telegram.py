@@ -1,0 +1,136 @@
+"""`hypa serve telegram`: the Telegram bot plus /healthz, /readyz, /metrics on HYPA_HTTP_PORT.
+
+Polling by default; webhook mode when TELEGRAM_WEBHOOK_URL is set (the update arrives on our own
+HTTP listener at the URL's path, checked against TELEGRAM_WEBHOOK_SECRET). Either way one uvicorn
+server runs, and the PTB application lives in its lifespan.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.applications import Starlette
+from telegram import Bot
+from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.ext import Application
+
+from adapters.telegram import (
+    TelegramConfig,
+    TelegramHandlers,
+    build_application,
+    telegram_lifespan,
+    telegram_ready,
+    webhook_route,
+)
+from core.conversation import ConversationService
+from bot.http_app import build_http_app
+from bot.metrics import Metrics
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# What setWebhook accepts as secret_token (Bot API).
+_SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
+
+
+class ServeError(Exception):
+    """A problem the operator must fix before the bot can run (shown without a traceback)."""
+
+
+def missing_settings(settings: Settings) -> list[str]:
+    """Settings the bot cannot run without (or that Telegram would refuse), one line each."""
+    missing = []
+    if not settings.telegram_bot_token.strip():
+        missing.append("TELEGRAM_BOT_TOKEN (the token @BotFather gave you)")
+    secret = settings.telegram_webhook_secret.strip()
+    if settings.telegram_webhook_url and not _SECRET_TOKEN.fullmatch(secret):
+        state = "is not valid" if secret else "is required because TELEGRAM_WEBHOOK_URL is set"
+        missing.append(f"TELEGRAM_WEBHOOK_SECRET ({state}: 1-256 characters from A-Z a-z 0-9 _ -)")
+    if settings.telegram_webhook_url and not settings.telegram_webhook_url.startswith("https://"):
+        missing.append("TELEGRAM_WEBHOOK_URL (Telegram only delivers to an https:// URL)")
+    return missing
+
+
+def telegram_config(settings: Settings) -> TelegramConfig:
+    return TelegramConfig(
+        token=settings.telegram_bot_token.strip(),
+        base_url=settings.telegram_api_base_url,
+        webhook_url=settings.telegram_webhook_url,
+        webhook_secret=settings.telegram_webhook_secret.strip(),
+    )
+
+
+@dataclass
+class TelegramServer:
+    application: Application
+    http_app: Starlette
+    config: TelegramConfig
+
+
+def build_telegram_server(
+    config: TelegramConfig,
+    service: ConversationService,
+    *,
+    metrics: Metrics | None = None,
+    readiness: Callable[[], dict[str, bool]] = dict,
+) -> TelegramServer:
+    """The PTB application (handlers registered) inside the HTTP app that starts and stops it."""
+    application = build_application(config, TelegramHandlers(service, metrics))
+    routes = [webhook_route(application, config.webhook_path, config.webhook_secret)] if config.webhook_mode else []
+    http_app = build_http_app(
+        routes=routes,
+        readiness=lambda: {"telegram": telegram_ready(application), **readiness()},
+        metrics=metrics,
+        lifespan=telegram_lifespan(application, config),
+    )
+    return TelegramServer(application, http_app, config)
+
+
+def check_token(config: TelegramConfig) -> str:
+    """Ask Telegram who we are (getMe): the bot's @username, or a ServeError saying what is wrong."""
+
+    async def who_am_i() -> str:
+        async with Bot(config.token, base_url=config.base_url, base_file_url=config.base_file_url) as bot:
+            return bot.username
+
+    try:
+        return asyncio.run(who_am_i())
+    except InvalidToken:
+        raise ServeError("Telegram rejected TELEGRAM_BOT_TOKEN (check it with @BotFather: /mybots → API Token)") from None
+    except NetworkError as exc:
+        raise ServeError(f"cannot reach the Telegram Bot API at {config.base_url} ({exc})") from None
+    except TelegramError as exc:
+        raise ServeError(f"Telegram refused getMe: {exc}") from None
+
+
+def serve(settings: Settings) -> None:
+    """Run until interrupted. Raises ServeError for anything the operator must fix."""
+    import uvicorn
+
+    from bot.wiring import Components
+
+    missing = missing_settings(settings)
+    if missing:
+        raise ServeError("hypa serve telegram needs:\n  " + "\n  ".join(missing))
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines carry request URLs: the bot token
+    config = telegram_config(settings)
+    username = check_token(config)
+    components = Components(settings)
+    if settings.collection not in components.index.collections():
+        raise ServeError(
+            f"collection '{settings.collection}' is not in the index; build it first "
+            f"(`hypa index build {settings.collection}` or `hypa ingest FILES --collection {settings.collection}`)"
+        )
+    metrics = Metrics()
+    service = components.conversation(metrics)
+    # Load the models before the first user waits for them.
+    components.embedder.embed_queries(["warm up"])
+    components.term_stats(settings.collection)
+    server = build_telegram_server(config, service, metrics=metrics, readiness=lambda: {"database": service.ready()})
+    mode = f"webhook {config.webhook_url} -> {config.webhook_path}" if config.webhook_mode else "polling"
+    log.info("telegram bot @%s starting (%s); http on %s:%s", username, mode, settings.http_host, settings.http_port)
+    uvicorn.run(server.http_app, host=settings.http_host, port=settings.http_port, log_level=settings.log_level.lower())

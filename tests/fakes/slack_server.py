@@ -1,0 +1,433 @@
+"""A fake Slack on 127.0.0.1 for tests that drive the REAL slack-bolt app and slack_sdk client.
+
+Two halves, like the real thing:
+
+* `FakeSlack` — the Web API (`https://slack.com/api/<method>`): point the app's client at it with
+  `SLACK_API_BASE_URL=fake.base_url`. It speaks the wire format (form-encoded or JSON bodies,
+  `Authorization: Bearer`, `{"ok": ...}` replies, 429 + `Retry-After`), keeps the messages it was
+  sent (so `chat.update` edits and `conversations.replies` reads them) and records every call.
+  Script failures with `fake.fail_next("chat.postMessage", status=429, retry_after=0)` or
+  `fake.fail_next("chat.update", error="msg_too_long")`.
+* `SlackEvents` — Slack's side of the Events API: builds event envelopes and interactivity payloads
+  and POSTs them to the app signed with the v0 scheme (the algorithm of
+  `slack_sdk.signature.SignatureVerifier`), optionally forged, stale or as a retry.
+
+`serve_in_thread(asgi_app)` runs an ASGI app under uvicorn on a free 127.0.0.1 port (lifespan on),
+so requests go through a real HTTP server, exactly as Slack's would.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import socket
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import httpx
+from slack_sdk.signature import SignatureVerifier
+
+BOT_USER_ID = "UBOT0001"
+BOT_ID = "BBOT0001"
+TEAM_ID = "T0TEAM01"
+
+
+@dataclass(frozen=True)
+class SlackCall:
+    method: str  # "chat.postMessage"
+    params: dict[str, Any]  # form fields / JSON body / query, merged; `blocks` parsed from JSON
+    headers: dict[str, str]  # lower-cased names
+    at: float  # time.monotonic()
+
+    @property
+    def token(self) -> str:
+        return self.headers.get("authorization", "").removeprefix("Bearer ").strip()
+
+
+@dataclass
+class ScriptedFailure:
+    status: int = 200
+    error: str = ""  # the `error` of an {"ok": false} body
+    retry_after: float | None = None  # seconds, sent as Retry-After
+
+
+@dataclass
+class StoredMessage:
+    channel: str
+    ts: str
+    text: str
+    blocks: list[dict] = field(default_factory=list)
+    thread_ts: str | None = None
+    user: str = BOT_USER_ID
+    edits: int = 0
+
+
+class FakeSlack:
+    """The Slack Web API; use as a context manager or call start()/stop()."""
+
+    def __init__(self, *, bot_user_id: str = BOT_USER_ID, bot_id: str = BOT_ID, team_id: str = TEAM_ID) -> None:
+        self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
+        self.calls: list[SlackCall] = []
+        self.messages: dict[tuple[str, str], StoredMessage] = {}
+        self.socket_mode_url = ""  # what apps.connections.open returns (Socket Mode tests)
+        self._failures: dict[str, deque[ScriptedFailure]] = defaultdict(deque)
+        self._ts = itertools.count(1)
+        self._changed = threading.Condition()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting and inspection ---------------------------------------------------------------
+
+    def fail_next(
+        self, method: str, *, status: int = 200, error: str = "", retry_after: float | None = None, times: int = 1
+    ) -> FakeSlack:
+        """The next `times` calls of `method` fail: `status=429, retry_after=0` rate-limits them;
+        `error="channel_not_found"` answers 200 {"ok": false, "error": ...}."""
+        if status == 429 and not error:
+            error = "ratelimited"
+        with self._changed:
+            self._failures[method].extend(ScriptedFailure(status, error, retry_after) for _ in range(times))
+        return self
+
+    def reset(self) -> None:
+        """Forget calls, messages and scripted failures (a fresh Slack for the next test)."""
+        with self._changed:
+            self.calls.clear()
+            self.messages.clear()
+            self._failures.clear()
+
+    def calls_to(self, method: str) -> list[SlackCall]:
+        with self._changed:
+            return [c for c in self.calls if c.method == method]
+
+    def thread(self, channel: str, thread_ts: str) -> list[StoredMessage]:
+        """Messages the bot has (still) in a thread, oldest first."""
+        with self._changed:
+            found = [m for m in self.messages.values() if m.channel == channel and m.thread_ts == thread_ts]
+        return sorted(found, key=lambda m: float(m.ts))
+
+    def wait_for(self, predicate: Callable[[], Any], timeout_s: float = 10.0, what: str = "") -> Any:
+        """Block until `predicate()` is truthy (re-checked after every call); its value, or AssertionError."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                value = predicate()
+                if value:
+                    return value
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    methods = [c.method for c in self.calls]
+                    raise AssertionError(f"timed out waiting for {what or predicate}; calls so far: {methods}")
+                self._changed.wait(min(remaining, 0.05))
+
+    def wait_quiet(self, quiet_s: float = 0.3, timeout_s: float = 10.0) -> None:
+        """Block until no call arrived for `quiet_s` (to assert that nothing MORE happens)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._changed:
+                last = self.calls[-1].at if self.calls else 0.0
+            if time.monotonic() - last >= quiet_s:
+                return
+            time.sleep(0.02)
+        raise AssertionError("the fake Slack API never went quiet")
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "FakeSlack is not running"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/api/"
+
+    def start(self) -> FakeSlack:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-slack", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeSlack:  # noqa: PYI034 - mirrors FakeAnthropic
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the API ---------------------------------------------------------------------------------
+
+    def _next_ts(self) -> str:
+        return f"{1_700_000_000 + next(self._ts)}.000100"
+
+    def _respond(self, call: SlackCall) -> tuple[int, dict, dict[str, str]]:
+        """(status, JSON body, extra headers) for one call; records it and wakes waiters."""
+        with self._changed:
+            self.calls.append(call)
+            failure = self._failures[call.method].popleft() if self._failures[call.method] else None
+            try:
+                if failure is not None:
+                    headers = {} if failure.retry_after is None else {"Retry-After": f"{failure.retry_after:g}"}
+                    return failure.status, {"ok": False, "error": failure.error or "fatal_error"}, headers
+                if not call.token:
+                    return 200, {"ok": False, "error": "not_authed"}, {}
+                return 200, self._dispatch(call.method, call.params), {"X-OAuth-Scopes": "chat:write"}
+            finally:
+                self._changed.notify_all()
+
+    def _dispatch(self, method: str, p: dict[str, Any]) -> dict:
+        if method == "auth.test":
+            return {
+                "ok": True, "url": "https://fake.slack.test/", "team": "Fake Team", "user": "hypa",
+                "team_id": self.team_id, "user_id": self.bot_user_id, "bot_id": self.bot_id,
+                "is_enterprise_install": False,
+            }
+        if method == "apps.connections.open":
+            if not self.socket_mode_url:
+                return {"ok": False, "error": "socket_mode_not_configured"}
+            return {"ok": True, "url": self.socket_mode_url}
+        if method == "chat.postMessage":
+            if not p.get("channel"):
+                return {"ok": False, "error": "channel_not_found"}
+            if not (p.get("text") or p.get("blocks")):
+                return {"ok": False, "error": "no_text"}
+            ts = self._next_ts()
+            msg = StoredMessage(p["channel"], ts, p.get("text", ""), p.get("blocks") or [], p.get("thread_ts"))
+            self.messages[(msg.channel, ts)] = msg
+            return {"ok": True, "channel": msg.channel, "ts": ts, "message": _wire(msg)}
+        if method == "chat.update":
+            msg = self.messages.get((p.get("channel", ""), p.get("ts", "")))
+            if msg is None:
+                return {"ok": False, "error": "message_not_found"}
+            msg.text, msg.blocks, msg.edits = p.get("text", ""), p.get("blocks") or [], msg.edits + 1
+            return {"ok": True, "channel": msg.channel, "ts": msg.ts, "text": msg.text, "message": _wire(msg)}
+        if method == "chat.delete":
+            if self.messages.pop((p.get("channel", ""), p.get("ts", "")), None) is None:
+                return {"ok": False, "error": "message_not_found"}
+            return {"ok": True, "channel": p["channel"], "ts": p["ts"]}
+        if method == "chat.postEphemeral":
+            if not (p.get("channel") and p.get("user")):
+                return {"ok": False, "error": "channel_not_found" if not p.get("channel") else "user_not_in_channel"}
+            return {"ok": True, "message_ts": self._next_ts()}
+        if method in ("reactions.add", "reactions.remove"):
+            return {"ok": True}
+        if method == "conversations.replies":
+            found = [m for m in self.messages.values() if m.channel == p.get("channel") and
+                     (m.thread_ts == p.get("ts") or m.ts == p.get("ts"))]
+            return {"ok": True, "messages": [_wire(m) for m in sorted(found, key=lambda m: float(m.ts))],
+                    "has_more": False}
+        return {"ok": False, "error": "unknown_method"}
+
+
+def _wire(m: StoredMessage) -> dict:
+    out = {"type": "message", "user": m.user, "bot_id": BOT_ID, "text": m.text, "ts": m.ts, "blocks": m.blocks}
+    if m.thread_ts:
+        out["thread_ts"] = m.thread_ts
+    return out
+
+
+def _parse_params(content_type: str, raw: bytes, query: str) -> dict[str, Any]:
+    params: dict[str, Any] = dict(parse_qsl(query))
+    if raw:
+        if "json" in content_type:
+            params.update(json.loads(raw))
+        else:
+            params.update(parse_qsl(raw.decode("utf-8"), keep_blank_values=True))
+    for key in ("blocks", "attachments"):
+        if isinstance(params.get(key), str):  # form-encoded requests send them as JSON strings
+            with contextlib.suppress(ValueError):
+                params[key] = json.loads(params[key])
+    return params
+
+
+def _make_handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self._handle()
+
+        def do_POST(self) -> None:
+            self._handle()
+
+        def _handle(self) -> None:
+            url = urlsplit(self.path)
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            try:
+                params = _parse_params(headers.get("content-type", ""), raw, url.query)
+            except ValueError:
+                params = {}
+            method = url.path.rsplit("/", 1)[-1]
+            status, body, extra = fake._respond(SlackCall(method, params, headers, time.monotonic()))
+            payload = json.dumps(body).encode("utf-8")
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json; charset=utf-8")
+                self.send_header("content-length", str(len(payload)))
+                for name, value in extra.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                pass
+
+    return Handler
+
+
+# --- Slack's side of the Events API --------------------------------------------------------------
+
+_event_ids = itertools.count(1)
+_message_ts = itertools.count(1)
+
+
+def new_event_id() -> str:
+    return f"Ev{next(_event_ids):08d}"
+
+
+def new_ts() -> str:
+    """A user message ts (distinct from the bot's: these start at 1,600,000,000)."""
+    return f"{1_600_000_000 + next(_message_ts)}.000200"
+
+
+def envelope(event: dict, *, event_id: str | None = None, team_id: str = TEAM_ID) -> dict:
+    """An Events API `event_callback` body."""
+    return {
+        "token": "legacy-verification-token",
+        "team_id": team_id,
+        "api_app_id": "A0APP0001",
+        "event": event,
+        "type": "event_callback",
+        "event_id": event_id or new_event_id(),
+        "event_time": int(time.time()),
+        "authorizations": [{"team_id": team_id, "user_id": BOT_USER_ID, "is_bot": True}],
+    }
+
+
+def mention_event(text: str, *, user: str = "UALICE01", channel: str = "C0GENERAL", ts: str | None = None,
+                  thread_ts: str | None = None) -> dict:
+    event = {"type": "app_mention", "user": user, "text": text, "ts": ts or new_ts(), "channel": channel,
+             "event_ts": "0"}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    event["event_ts"] = event["ts"]
+    return event
+
+
+def message_event(text: str, *, user: str = "UALICE01", channel: str = "C0GENERAL", channel_type: str = "channel",
+                  ts: str | None = None, thread_ts: str | None = None, **extra: Any) -> dict:
+    event = {"type": "message", "user": user, "text": text, "ts": ts or new_ts(), "channel": channel,
+             "channel_type": channel_type}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    event["event_ts"] = event["ts"]
+    event.update(extra)
+    return event
+
+
+def reaction_event(kind: str, reaction: str, *, channel: str, ts: str, user: str = "UALICE01") -> dict:
+    """`kind` is "reaction_added" or "reaction_removed"."""
+    return {"type": kind, "user": user, "reaction": reaction, "item_user": BOT_USER_ID,
+            "item": {"type": "message", "channel": channel, "ts": ts}, "event_ts": new_ts()}
+
+
+def block_actions(action_id: str, value: str, *, channel: str, message_ts: str, thread_ts: str | None = None,
+                  user: str = "UALICE01", team_id: str = TEAM_ID) -> dict:
+    """An interactivity `block_actions` payload (a button click on a bot message)."""
+    message = {"type": "message", "user": BOT_USER_ID, "ts": message_ts, "text": "answer"}
+    if thread_ts:
+        message["thread_ts"] = thread_ts
+    return {
+        "type": "block_actions",
+        "team": {"id": team_id, "domain": "fake"},
+        "user": {"id": user, "username": "alice", "team_id": team_id},
+        "api_app_id": "A0APP0001",
+        "token": "legacy-verification-token",
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False,
+                      **({"thread_ts": thread_ts} if thread_ts else {})},
+        "trigger_id": "1.2.3",
+        "channel": {"id": channel, "name": "general"},
+        "message": message,
+        "response_url": "https://hooks.slack.test/actions/1",
+        "actions": [{"action_id": action_id, "block_id": "feedback", "value": value, "type": "button",
+                     "action_ts": str(time.time())}],
+    }
+
+
+class SlackEvents:
+    """POSTs signed requests to the app's /slack/events, as Slack does."""
+
+    def __init__(self, url: str, signing_secret: str, *, client: httpx.Client | None = None) -> None:
+        self.url = url
+        self.signing_secret = signing_secret
+        self.client = client or httpx.Client(timeout=10)
+
+    def headers(self, body: str, *, timestamp: int | None = None, secret: str | None = None,
+                retry_num: int | None = None, content_type: str = "application/json") -> dict[str, str]:
+        ts = str(int(time.time()) if timestamp is None else timestamp)
+        signature = SignatureVerifier(secret or self.signing_secret).generate_signature(timestamp=ts, body=body)
+        headers = {"content-type": content_type, "x-slack-request-timestamp": ts, "x-slack-signature": signature}
+        if retry_num is not None:
+            headers["x-slack-retry-num"] = str(retry_num)
+            headers["x-slack-retry-reason"] = "http_timeout"
+        return headers
+
+    def send(self, body: dict, **signing: Any) -> httpx.Response:
+        raw = json.dumps(body)
+        return self.client.post(self.url, content=raw, headers=self.headers(raw, **signing))
+
+    def send_interaction(self, payload: dict, **signing: Any) -> httpx.Response:
+        raw = urlencode({"payload": json.dumps(payload)})
+        headers = self.headers(raw, content_type="application/x-www-form-urlencoded", **signing)
+        return self.client.post(self.url, content=raw, headers=headers)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# --- running the app under a real HTTP server ----------------------------------------------------
+
+
+@contextlib.contextmanager
+def serve_in_thread(asgi_app: Any, *, timeout_s: float = 10.0) -> Iterator[str]:
+    """Serve `asgi_app` with uvicorn on a free 127.0.0.1 port; yields the base URL ("http://127.0.0.1:N").
+
+    Leaving the block shuts the server down gracefully (the app's lifespan shutdown runs).
+    """
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(asgi_app, lifespan="on", log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="uvicorn-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=timeout_s)
+        sock.close()

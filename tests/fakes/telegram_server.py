@@ -1,0 +1,399 @@
+"""A fake Telegram Bot API on 127.0.0.1, for tests that drive the REAL python-telegram-bot library.
+
+Point PTB at it with `base_url=fake.base_url` (and `base_file_url=fake.base_file_url`). It speaks the
+Bot API wire format: `POST /bot<token>/<method>` with form-encoded parameters (PTB JSON-encodes
+non-string values), answered with `{"ok": true, "result": ...}` or
+`{"ok": false, "error_code": ..., "description": ..., "parameters": {...}}`.
+
+    with FakeTelegram() as fake:
+        fake.push_updates(private_text(fake, update_id=1, message_id=10, text="What is a widget audit?"))
+        fake.rate_limit_next("sendMessage", retry_after=1)      # one 429, then normal service
+        sent = fake.wait_for("editMessageText")                  # blocks until PTB called it (or fails)
+        fake.bot_messages(chat_id)                               # what the chat shows now (after edits)
+
+Methods: getMe, getUpdates (queued updates; otherwise an empty result after a short wait; honours
+`offset` like Telegram: updates below it are confirmed and dropped), sendMessage, editMessageText,
+deleteMessage, answerCallbackQuery, sendChatAction, setWebhook, deleteWebhook, getWebhookInfo,
+setMessageReaction. Every call is recorded; an unknown method is a 404 (an unscripted call is a test bug).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+from urllib.parse import parse_qsl
+
+TOKEN = "123456:TEST-token"
+BOT_ID = 777000111
+BOT_USERNAME = "hypa_test_bot"
+
+# Parameters PTB sends JSON-encoded (objects, lists, numbers); everything else is a plain string.
+_JSON_PARAMS = {
+    "reply_markup", "reply_parameters", "allowed_updates", "reaction", "link_preview_options", "entities",
+    "chat_id", "message_id", "offset", "limit", "timeout", "reply_to_message_id", "show_alert",
+    "drop_pending_updates", "max_connections", "cache_time", "disable_notification", "is_big",
+}
+# How long an empty getUpdates waits for an update before answering "no updates" (Telegram: `timeout`).
+_EMPTY_POLL_WAIT_S = 0.3
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    method: str
+    params: dict[str, Any]
+    at: float  # time.monotonic()
+    status: int  # the HTTP status the fake answered with
+
+
+@dataclass
+class _ScriptedError:
+    method: str
+    status: int
+    body: dict
+
+
+class FakeTelegram:
+    """Runs in a background thread; use as a context manager or call start()/stop()."""
+
+    def __init__(self, token: str = TOKEN, bot_id: int = BOT_ID, username: str = BOT_USERNAME) -> None:
+        self.token = token
+        self.bot_user = {
+            "id": bot_id, "is_bot": True, "first_name": "Hypa", "username": username,
+            "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False,
+        }
+        self.calls: list[ApiCall] = []
+        self.webhook: dict[str, Any] = {}
+        self._pending: list[dict] = []  # updates not yet confirmed by an offset
+        self._errors: deque[_ScriptedError] = deque()
+        self._chats: dict[int, dict] = {}
+        self._messages: dict[tuple[int, int], dict] = {}  # (chat id, message id) -> the bot's message now
+        self._message_ids = itertools.count(50_000)
+        self._cond = threading.Condition()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting -------------------------------------------------------------------------------
+
+    def push_updates(self, *updates: dict) -> None:
+        """Queue updates for getUpdates (all at once: one batch can hold duplicates of an update_id)."""
+        with self._cond:
+            for update in updates:
+                self._remember_chats(update)
+                self._pending.append(update)
+            self._cond.notify_all()
+
+    def remember_chat(self, chat: dict) -> None:
+        """Chats the fake knows (so sent messages carry the right chat type); updates register theirs."""
+        with self._cond:
+            self._chats[chat["id"]] = chat
+
+    def rate_limit_next(self, method: str, retry_after: int = 1) -> None:
+        """The next call of `method` gets Telegram's flood-control error (HTTP 429 with retry_after)."""
+        body = {
+            "ok": False, "error_code": 429, "description": f"Too Many Requests: retry after {retry_after}",
+            "parameters": {"retry_after": retry_after},
+        }
+        with self._cond:
+            self._errors.append(_ScriptedError(method, 429, body))
+
+    def fail_next(self, method: str, status: int = 400, description: str = "Bad Request: scripted") -> None:
+        with self._cond:
+            self._errors.append(_ScriptedError(method, status, {"ok": False, "error_code": status, "description": description}))
+
+    # -- inspection ------------------------------------------------------------------------------
+
+    def calls_of(self, method: str) -> list[ApiCall]:
+        with self._cond:
+            return [c for c in self.calls if c.method == method]
+
+    def wait_for(
+        self, method: str, count: int = 1, timeout: float = 10.0, where: Callable[[ApiCall], bool] | None = None
+    ) -> list[ApiCall]:
+        """Block until `count` successful calls of `method` (matching `where`) arrived; AssertionError on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = [
+                    c for c in self.calls
+                    if c.method == method and c.status == 200 and (where is None or where(c))
+                ]
+                if len(found) >= count:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    seen = [(c.method, c.status) for c in self.calls]
+                    raise AssertionError(f"fake Telegram: wanted {count} x {method}, got {len(found)}; calls: {seen}")
+                self._cond.wait(left)
+
+    def bot_messages(self, chat_id: int) -> list[dict]:
+        """The bot's messages in a chat as they look now (edits applied, deletions removed), oldest first."""
+        with self._cond:
+            return [m for (c, _), m in sorted(self._messages.items()) if c == chat_id]
+
+    def pending_updates(self) -> int:
+        with self._cond:
+            return len(self._pending)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "FakeTelegram is not running"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/bot"
+
+    @property
+    def base_file_url(self) -> str:
+        return self.base_url.replace("/bot", "/file/bot")
+
+    def start(self) -> FakeTelegram:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-telegram", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()  # releases long polls
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- the API ---------------------------------------------------------------------------------
+
+    def _call(self, method: str, params: dict[str, Any]) -> tuple[int, dict]:
+        with self._cond:
+            scripted = next((e for e in self._errors if e.method == method), None)
+            if scripted is not None:
+                self._errors.remove(scripted)
+                self._record(method, params, scripted.status)
+                return scripted.status, scripted.body
+        if method == "getUpdates":
+            result = self._get_updates(params)  # waits outside the lock's critical section
+            with self._cond:
+                self._record(method, params, 200)
+            return 200, {"ok": True, "result": result}
+        with self._cond:
+            handler = self._methods().get(method)
+            if handler is None:
+                self._record(method, params, 404)
+                return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
+            status, body = handler(params)
+            self._record(method, params, status)
+            return status, body
+
+    def _record(self, method: str, params: dict, status: int) -> None:
+        self.calls.append(ApiCall(method, params, time.monotonic(), status))
+        self._cond.notify_all()
+
+    def _methods(self) -> dict[str, Callable[[dict], tuple[int, dict]]]:
+        ok = lambda result: (200, {"ok": True, "result": result})
+        return {
+            "getMe": lambda p: ok(self.bot_user),
+            "sendMessage": lambda p: ok(self._send(p)),
+            "editMessageText": self._edit,
+            "deleteMessage": self._delete,
+            "answerCallbackQuery": lambda p: ok(True),
+            "sendChatAction": lambda p: ok(True),
+            "setMessageReaction": lambda p: ok(True),
+            "setWebhook": lambda p: (self.webhook.update(p), ok(True))[1],
+            "deleteWebhook": lambda p: (self.webhook.clear(), ok(True))[1],
+            "getWebhookInfo": lambda p: ok({"url": self.webhook.get("url", ""), "has_custom_certificate": False,
+                                            "pending_update_count": len(self._pending)}),
+            "close": lambda p: ok(True),
+        }
+
+    def _get_updates(self, params: dict) -> list[dict]:
+        offset = int(params.get("offset") or 0)
+        limit = int(params.get("limit") or 100)
+        wait = min(float(params.get("timeout") or 0), _EMPTY_POLL_WAIT_S)
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while True:
+                if offset:
+                    self._pending = [u for u in self._pending if u["update_id"] >= offset]
+                if self._pending or self._stopping.is_set():
+                    return list(self._pending[:limit])
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return []
+                self._cond.wait(left)
+
+    def _send(self, p: dict) -> dict:
+        chat_id = int(p["chat_id"])
+        message = {
+            "message_id": next(self._message_ids),
+            "date": int(time.time()),
+            "chat": self._chats.get(chat_id, {"id": chat_id, "type": "private" if chat_id > 0 else "group"}),
+            "from": self.bot_user,
+            "text": p.get("text", ""),
+        }
+        if p.get("reply_markup"):
+            message["reply_markup"] = p["reply_markup"]
+        reply_to = (p.get("reply_parameters") or {}).get("message_id") or p.get("reply_to_message_id")
+        if reply_to:
+            message["reply_to_message_id"] = reply_to  # recorded for tests (not a Bot API field)
+        self._messages[(chat_id, message["message_id"])] = message
+        return message
+
+    def _edit(self, p: dict) -> tuple[int, dict]:
+        key = (int(p["chat_id"]), int(p["message_id"]))
+        message = self._messages.get(key)
+        if message is None:
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}
+        message = {**message, "text": p.get("text", ""), "edit_date": int(time.time())}
+        message.pop("reply_markup", None)
+        if p.get("reply_markup"):
+            message["reply_markup"] = p["reply_markup"]
+        self._messages[key] = message
+        return 200, {"ok": True, "result": message}
+
+    def _delete(self, p: dict) -> tuple[int, dict]:
+        self._messages.pop((int(p["chat_id"]), int(p["message_id"])), None)
+        return 200, {"ok": True, "result": True}
+
+    def _remember_chats(self, update: dict) -> None:
+        for key in ("message", "edited_message", "message_reaction"):
+            if key in update:
+                chat = update[key]["chat"]
+                self._chats[chat["id"]] = chat
+        if "callback_query" in update and "message" in update["callback_query"]:
+            chat = update["callback_query"]["message"]["chat"]
+            self._chats[chat["id"]] = chat
+
+
+def _parse_params(content_type: str, raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    if content_type.startswith("application/json"):
+        return json.loads(raw)
+    params: dict[str, Any] = {}
+    for key, value in parse_qsl(raw.decode("utf-8"), keep_blank_values=True):
+        if key in _JSON_PARAMS:
+            try:
+                params[key] = json.loads(value)
+                continue
+            except ValueError:
+                pass
+        params[key] = value
+    return params
+
+
+def _make_handler(fake: FakeTelegram) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self._handle()
+
+        def do_GET(self) -> None:
+            self._handle()
+
+        def _handle(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            prefix = f"/bot{fake.token}/"
+            if not self.path.startswith(prefix):
+                status, body = 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+            else:
+                method = self.path[len(prefix):].split("?", 1)[0]
+                try:
+                    params = _parse_params(self.headers.get("content-type", ""), raw)
+                    status, body = fake._call(method, params)
+                except (ValueError, KeyError) as exc:
+                    status, body = 400, {"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"}
+            payload = json.dumps(body).encode("utf-8")
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                pass  # the client gave up before the reply
+
+    return Handler
+
+
+# --- update builders (the JSON Telegram sends) -------------------------------------------------------
+
+
+def user(user_id: int = 4242, first_name: str = "Ada") -> dict:
+    return {"id": user_id, "is_bot": False, "first_name": first_name}
+
+
+def private_chat(chat_id: int = 4242) -> dict:
+    return {"id": chat_id, "type": "private", "first_name": "Ada"}
+
+
+def group_chat(chat_id: int = -100123, title: str = "Compliance team") -> dict:
+    return {"id": chat_id, "type": "supergroup", "title": title}
+
+
+def message(
+    *, update_id: int, message_id: int, chat: dict, text: str | None = None, from_user: dict | None = None,
+    reply_to: dict | None = None, entities: list[dict] | None = None, extra: dict | None = None,
+) -> dict:
+    msg: dict[str, Any] = {
+        "message_id": message_id, "date": int(time.time()), "chat": chat, "from": from_user or user(),
+    }
+    if text is not None:
+        msg["text"] = text
+    if entities:
+        msg["entities"] = entities
+    if reply_to is not None:
+        msg["reply_to_message"] = reply_to
+    msg.update(extra or {})
+    return {"update_id": update_id, "message": msg}
+
+
+def mention_entities(text: str, username: str = BOT_USERNAME) -> list[dict]:
+    """A `mention` entity for '@username' in text (offsets in UTF-16 code units, like Telegram)."""
+    at = text.index("@" + username)
+    offset = len(text[:at].encode("utf-16-le")) // 2
+    return [{"type": "mention", "offset": offset, "length": len(username) + 1}]
+
+
+def callback_query(*, update_id: int, data: str, message_: dict, from_user: dict | None = None) -> dict:
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": f"cbq-{update_id}", "from": from_user or user(), "chat_instance": "ci-1",
+            "message": message_, "data": data,
+        },
+    }
+
+
+def reaction(
+    *, update_id: int, chat: dict, message_id: int, old: list[str], new: list[str], from_user: dict | None = None
+) -> dict:
+    return {
+        "update_id": update_id,
+        "message_reaction": {
+            "chat": chat, "message_id": message_id, "user": from_user or user(), "date": int(time.time()),
+            "old_reaction": [{"type": "emoji", "emoji": e} for e in old],
+            "new_reaction": [{"type": "emoji", "emoji": e} for e in new],
+        },
+    }

@@ -1,0 +1,390 @@
+"""The Slack bot end to end: signed Events API requests over HTTP -> real bolt app -> real service on
+SQLite -> real slack_sdk client -> fake Slack Web API. Assertions are on what Slack received and on
+what the database holds."""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from adapters.slack.blocks import (
+    ACTION_DOWNVOTE,
+    ACTION_UPVOTE,
+    FAILURE_TEXT,
+    PLACEHOLDER_TEXT,
+    UNKNOWN_ANSWER_TEXT,
+)
+from tests.fakes.slack_server import (
+    BOT_USER_ID,
+    FakeSlack,
+    block_actions,
+    envelope,
+    mention_event,
+    message_event,
+    new_ts,
+    reaction_event,
+)
+from tests.slack_harness import BOT_TOKEN, RunningBot, running_bot
+
+QUESTION = f"<@{BOT_USER_ID}> What is the civil penalty for a first violation?"
+
+
+@pytest.fixture(scope="module")
+def shared_fake():
+    with FakeSlack() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def shared_bot(tmp_path_factory, shared_fake: FakeSlack):
+    """One running bot for the module (start-up is the slow part); tests use distinct threads."""
+    with running_bot(tmp_path_factory.mktemp("slack-bot"), shared_fake) as running:
+        yield running
+
+
+@pytest.fixture
+def fake(shared_fake: FakeSlack):
+    shared_fake.reset()
+    yield shared_fake
+
+
+@pytest.fixture
+def bot(shared_bot: RunningBot, fake: FakeSlack):
+    yield shared_bot
+    fake.wait_quiet(0.2)  # let this test's background work finish before the next one starts
+
+
+@pytest.fixture
+def own_fake():
+    """A separate fake for tests that run their own bots."""
+    with FakeSlack() as server:
+        yield server
+
+
+def answer_in_thread(fake: FakeSlack, channel: str, thread_ts: str, timeout_s: float = 10.0):
+    """The bot's message in a thread once the placeholder has been replaced (chat.update)."""
+
+    def done():
+        return [m for m in fake.thread(channel, thread_ts) if m.edits > 0]
+
+    return fake.wait_for(done, timeout_s, what=f"an answer in thread {thread_ts}")[-1]
+
+
+def block_texts(blocks: list[dict]) -> str:
+    parts = []
+    for b in blocks:
+        if b["type"] == "section":
+            parts.append(b["text"]["text"])
+        elif b["type"] == "context":
+            parts.extend(e["text"] for e in b["elements"])
+    return "\n".join(parts)
+
+
+def buttons(blocks: list[dict]) -> dict[str, str]:
+    return {e["action_id"]: e["value"] for b in blocks if b["type"] == "actions" for e in b["elements"]}
+
+
+def metric(bot: RunningBot, sample: str) -> float:
+    """The value of one Prometheus sample (e.g. 'hypa_errors_total{component="x"}') at /metrics, 0 if absent."""
+    for line in httpx.get(f"{bot.base_url}/metrics").text.splitlines():
+        if line.startswith(sample + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+DUPLICATES = 'hypa_requests_total{outcome="duplicate",platform="slack"}'
+ANSWERED = 'hypa_requests_total{outcome="answered",platform="slack"}'
+
+
+def ask(bot: RunningBot, fake: FakeSlack, text: str = QUESTION, **event_fields):
+    event = mention_event(text, **event_fields)
+    response = bot.slack.send(envelope(event))
+    assert response.status_code == 200
+    message = answer_in_thread(fake, event["channel"], event.get("thread_ts") or event["ts"])
+    return event, message
+
+
+# --- answering ------------------------------------------------------------------------------------
+
+
+def test_mention_is_acked_then_answered_in_its_thread_with_sources_and_buttons(bot, fake):
+    event = mention_event(QUESTION, channel="C0LEGAL")
+    started = time.monotonic()
+    response = bot.slack.send(envelope(event))
+    ack_s = time.monotonic() - started
+    assert response.status_code == 200 and ack_s < 1.0
+
+    message = answer_in_thread(fake, "C0LEGAL", event["ts"])
+    placeholder = fake.calls_to("chat.postMessage")[0]
+    assert placeholder.params["thread_ts"] == event["ts"] and placeholder.params["text"] == PLACEHOLDER_TEXT
+    assert placeholder.token == BOT_TOKEN
+    update = fake.calls_to("chat.update")[0]
+    assert update.params["ts"] == message.ts and len(fake.thread("C0LEGAL", event["ts"])) == 1
+    text = block_texts(message.blocks)
+    assert "$500" in text and "*[1]* Toy Code § 1-103" in text  # cites the provision with its label
+    answer_id = buttons(message.blocks)[ACTION_UPVOTE]
+    assert buttons(message.blocks) == {ACTION_UPVOTE: answer_id, ACTION_DOWNVOTE: answer_id}
+    assert "$500" in update.params["text"]  # notification fallback
+
+    stored = bot.store.get_answer(answer_id)
+    assert stored is not None and stored.record.question == "What is the civil penalty for a first violation?"
+    assert bot.store.answer_for_platform_message("slack", "C0LEGAL", message.ts) == answer_id
+    assert len(fake.calls_to("chat.postMessage")) == 1  # the placeholder; the answer replaced it
+
+
+def test_follow_up_in_the_bots_thread_needs_no_mention_and_uses_the_history(bot, fake):
+    first, _ = ask(bot, fake)
+    follow_up = message_event("And for each subsequent violation?", thread_ts=first["ts"])
+    assert bot.slack.send(envelope(follow_up)).status_code == 200
+
+    def two_answers():
+        answered = [m for m in fake.thread("C0GENERAL", first["ts"]) if m.edits]
+        return answered if len(answered) == 2 else None
+
+    second = fake.wait_for(two_answers, what="the follow-up answer")[-1]
+    answer_id = buttons(second.blocks)[ACTION_UPVOTE]
+    record = bot.store.get_answer(answer_id).record
+    assert record.history_turns == 1  # the first question and answer were passed along
+    assert "$1,500" in block_texts(second.blocks)
+
+
+def test_thread_replies_elsewhere_and_plain_channel_messages_are_left_alone(bot, fake):
+    stranger_thread = new_ts()
+    bot.slack.send(envelope(message_event("what about penalties?", thread_ts=stranger_thread)))
+    bot.slack.send(envelope(message_event("lunch anyone?")))
+    fake.wait_quiet(0.25)
+    assert fake.calls_to("chat.postMessage") == []
+
+
+def test_direct_message_is_answered_in_a_thread(bot, fake):
+    dm = message_event("How many business days before selling must a seller notify?", channel="D0ALICE",
+                       channel_type="im")
+    assert bot.slack.send(envelope(dm)).status_code == 200
+    message = answer_in_thread(fake, "D0ALICE", dm["ts"])
+    assert "ten business days" in block_texts(message.blocks)
+
+
+def test_one_message_delivered_as_app_mention_and_message_is_answered_once(bot, fake):
+    ts = new_ts()
+    bot.slack.send(envelope(mention_event(QUESTION, ts=ts)))
+    bot.slack.send(envelope(message_event(QUESTION, ts=ts)))
+    answer_in_thread(fake, "C0GENERAL", ts)
+    fake.wait_quiet(0.25)
+    assert len(fake.calls_to("chat.postMessage")) == 1 and len(fake.calls_to("chat.update")) == 1
+
+
+def test_a_retried_delivery_is_dropped(bot, fake):
+    duplicates_before = metric(bot, DUPLICATES)
+    body = envelope(mention_event(QUESTION))
+    first = bot.slack.send(body)
+    retry = bot.slack.send(body, retry_num=1)
+    retry_again = bot.slack.send(body, retry_num=2)
+    assert first.status_code == retry.status_code == retry_again.status_code == 200
+    answer_in_thread(fake, "C0GENERAL", body["event"]["ts"])
+    fake.wait_quiet(0.25)
+    assert len(fake.calls_to("chat.postMessage")) == 1 and len(fake.calls_to("chat.update")) == 1
+    assert metric(bot, DUPLICATES) - duplicates_before == 2
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        message_event("a bot says hi", channel="D0ALICE", channel_type="im", bot_id="B0OTHER"),
+        message_event("echo", channel="D0ALICE", channel_type="im", subtype="bot_message", user=None),
+        message_event("my own answer", channel="D0ALICE", channel_type="im", user=BOT_USER_ID),
+        message_event("edited", channel="D0ALICE", channel_type="im", subtype="message_changed"),
+        mention_event(f"<@{BOT_USER_ID}> from another bot") | {"bot_id": "B0OTHER"},
+    ],
+    ids=["other-bot", "bot_message", "own-user", "edit", "bot-mention"],
+)
+def test_own_and_other_bots_messages_are_ignored(bot, fake, event):
+    assert bot.slack.send(envelope(event)).status_code == 200
+    fake.wait_quiet(0.3)
+    assert [c.method for c in fake.calls if c.method != "auth.test"] == []
+
+
+def test_the_request_url_passes_slacks_url_verification(bot, fake):
+    response = bot.slack.send({"token": "legacy", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+                               "type": "url_verification"})
+    assert response.status_code == 200
+    assert response.json() == {"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}
+
+
+def test_forged_and_stale_signatures_are_rejected(bot, fake):
+    body = envelope(mention_event(QUESTION))
+    forged = bot.slack.send(body, secret="not-the-signing-secret")
+    stale = bot.slack.send(body, timestamp=int(time.time()) - 301)
+    unsigned = httpx.post(f"{bot.base_url}/slack/events", json=body)
+    assert forged.status_code == stale.status_code == unsigned.status_code == 401
+    fake.wait_quiet(0.3)
+    assert fake.calls_to("chat.postMessage") == []
+
+
+# --- feedback -------------------------------------------------------------------------------------
+
+
+def test_thumbs_reactions_on_the_answer_are_feedback_and_removing_one_clears_it(bot, fake):
+    event, message = ask(bot, fake)
+    answer_id = buttons(message.blocks)[ACTION_UPVOTE]
+    channel = event["channel"]
+
+    def send_reaction(kind: str, name: str, ts: str = message.ts, user: str = "UBOB0001") -> None:
+        assert bot.slack.send(envelope(reaction_event(kind, name, channel=channel, ts=ts, user=user))).status_code == 200
+
+    def rating_becomes(value: int) -> bool:
+        return fake.wait_for(lambda: bot.store.current_rating(answer_id, "UBOB0001") == value, 5, f"rating {value}")
+
+    send_reaction("reaction_added", "+1::skin-tone-2")
+    rating_becomes(1)
+    send_reaction("reaction_removed", "+1::skin-tone-2")
+    rating_becomes(0)
+    send_reaction("reaction_added", "thumbsdown")
+    rating_becomes(-1)
+    send_reaction("reaction_added", "tada")  # not a rating
+    send_reaction("reaction_added", "+1", ts=event["ts"])  # on the user's question, not our answer
+    send_reaction("reaction_added", "-1", user=BOT_USER_ID)  # the bot itself
+    time.sleep(0.3)
+    log = bot.store.feedback_log(answer_id)
+    assert [(c.rater, c.rating, c.source) for c in log] == [
+        ("UBOB0001", 1, "reaction"), ("UBOB0001", 0, "reaction"), ("UBOB0001", -1, "reaction")]
+
+
+def test_button_click_records_the_rating_and_acknowledges_it_to_the_clicker_only(bot, fake):
+    event, message = ask(bot, fake)
+    answer_id = buttons(message.blocks)[ACTION_DOWNVOTE]
+
+    def click(action_id: str, value: str = answer_id) -> str:
+        payload = block_actions(action_id, value, channel=event["channel"], message_ts=message.ts,
+                                thread_ts=event["ts"], user="UCAROL01")
+        before = len(fake.calls_to("chat.postEphemeral"))
+        assert bot.slack.send_interaction(payload).status_code == 200
+        call = fake.wait_for(lambda: fake.calls_to("chat.postEphemeral")[before:], what="an ephemeral reply")[0]
+        assert call.params["user"] == "UCAROL01" and call.params["thread_ts"] == event["ts"]
+        return call.params["text"]
+
+    assert "recorded" in click(ACTION_DOWNVOTE)
+    assert bot.store.current_rating(answer_id, "UCAROL01") == -1
+    assert "already" in click(ACTION_DOWNVOTE)
+    assert "recorded" in click(ACTION_UPVOTE)
+    assert click(ACTION_UPVOTE, value="no-such-answer") == UNKNOWN_ANSWER_TEXT
+    log = bot.store.feedback_log(answer_id)
+    assert [(c.rating, c.source) for c in log] == [(-1, "button"), (1, "button")]
+
+
+# --- bad input, failures, rate limits --------------------------------------------------------------
+
+
+BAD_INPUTS = {
+    "empty-mention": (f"<@{BOT_USER_ID}>", {}, "Please ask a question"),
+    "huge": (f"<@{BOT_USER_ID}> Is this allowed? " + "x" * 40_000, {}, "40,0"),
+    "emoji-only": (f"<@{BOT_USER_ID}> :tada: :+1::skin-tone-2:", {}, "Please ask a question"),
+    "attachment-only": ("", {"subtype": "file_share", "files": [{"id": "F1", "name": "scan.pdf"}]},
+                        "Please ask a question"),
+    "non-english": (f"<@{BOT_USER_ID}> ¿Cuál es la multa por una primera infracción?", {}, ""),
+    "control-chars": (f"<@{BOT_USER_ID}> What\x00 is the\x07 penalty\x1b for a first violation?", {}, "$500"),
+}
+
+
+def test_bad_inputs_each_get_a_clear_reply_in_their_thread(bot, fake):
+    sent = {}
+    for name, (text, extra, _) in BAD_INPUTS.items():
+        if name == "attachment-only":
+            event = message_event(text, channel="D0ALICE", channel_type="im", **extra)
+        else:
+            event = mention_event(text)
+        assert bot.slack.send(envelope(event)).status_code == 200
+        sent[name] = event
+    for name, event in sent.items():
+        message = answer_in_thread(fake, event["channel"], event["ts"])
+        text = block_texts(message.blocks)
+        assert text.strip() and text != PLACEHOLDER_TEXT, name
+        assert BAD_INPUTS[name][2] in text, (name, text)
+        assert ACTION_UPVOTE in buttons(message.blocks), name
+
+
+def test_rate_limited_web_api_calls_are_retried_after_retry_after(bot, fake):
+    fake.fail_next("chat.postMessage", status=429, retry_after=0)
+    fake.fail_next("chat.update", status=429, retry_after=0)
+    event, message = ask(bot, fake)
+    assert "$500" in block_texts(message.blocks)
+    assert len(fake.calls_to("chat.postMessage")) == 2 and len(fake.calls_to("chat.update")) == 2
+    assert len(fake.thread(event["channel"], event["ts"])) == 1
+
+
+def test_an_internal_failure_is_told_to_the_user(bot, fake, monkeypatch):
+    def broken(message):
+        raise RuntimeError("database exploded")
+
+    errors = 'hypa_errors_total{component="slack_answer"}'
+    errors_before = metric(bot, errors)
+    monkeypatch.setattr(bot.server.bot.service, "handle", broken)
+    _, message = ask(bot, fake)
+    assert FAILURE_TEXT in block_texts(message.blocks)
+    assert metric(bot, errors) - errors_before == 1
+
+
+def test_when_the_placeholder_cannot_be_updated_the_answer_is_posted_instead(bot, fake):
+    fake.fail_next("chat.update", error="cant_update_message")
+    event = mention_event(QUESTION)
+    bot.slack.send(envelope(event))
+
+    def posted_answer():
+        return [c for c in fake.calls_to("chat.postMessage") if c.params.get("text") != PLACEHOLDER_TEXT]
+
+    answer_call = fake.wait_for(posted_answer, what="the answer posted anew")[0]
+    assert answer_call.params["thread_ts"] == event["ts"]
+    answer_id = buttons(answer_call.params["blocks"])[ACTION_UPVOTE]
+    answer_ts = next(m.ts for m in fake.thread(event["channel"], event["ts"]) if m.blocks and buttons(m.blocks))
+    fake.wait_for(lambda: bot.store.answer_for_platform_message("slack", event["channel"], answer_ts) == answer_id)
+
+
+# --- operations -----------------------------------------------------------------------------------
+
+
+def test_health_readiness_and_metrics_share_the_port(bot, fake):
+    answered_before = metric(bot, ANSWERED)
+    ask(bot, fake)
+    assert httpx.get(f"{bot.base_url}/healthz").json() == {"status": "ok"}
+    ready = httpx.get(f"{bot.base_url}/readyz")
+    assert ready.status_code == 200 and ready.json()["checks"] == {"index": True, "database": True}
+    assert metric(bot, ANSWERED) - answered_before == 1
+
+
+def test_a_restart_keeps_thread_history_and_delivery_claims(tmp_path, own_fake):
+    fake = own_fake
+    with running_bot(tmp_path, fake) as first_bot:
+        first, _ = ask(first_bot, fake)
+        old_delivery = envelope(mention_event(QUESTION))
+        first_bot.slack.send(old_delivery)
+        answer_in_thread(fake, "C0GENERAL", old_delivery["event"]["ts"])
+    calls_before = len(fake.calls)
+
+    with running_bot(tmp_path, fake) as second_bot:  # a new app and service on the same SQLite file
+        assert second_bot.slack.send(old_delivery, retry_num=1).status_code == 200  # Slack retrying after the restart
+        follow_up = message_event("And for each subsequent violation?", thread_ts=first["ts"])
+        second_bot.slack.send(envelope(follow_up))
+
+        def follow_up_answer():
+            answered = [m for m in fake.thread("C0GENERAL", first["ts"]) if m.edits]
+            return answered[-1] if len(answered) == 2 else None
+
+        second = fake.wait_for(follow_up_answer, what="the follow-up after the restart")
+        assert second_bot.store.get_answer(buttons(second.blocks)[ACTION_UPVOTE]).record.history_turns == 1
+        fake.wait_quiet(0.3)
+    new_posts = [c for c in fake.calls[calls_before:] if c.method == "chat.postMessage"]
+    assert [c.params["thread_ts"] for c in new_posts] == [first["ts"]]  # the retried delivery got nothing
+
+
+def test_shutdown_waits_for_answers_in_flight(tmp_path, own_fake):
+    fake = own_fake
+    with running_bot(tmp_path, fake) as running:
+        bodies = [envelope(mention_event(QUESTION)) for _ in range(5)]
+        with ThreadPoolExecutor(5) as pool:
+            statuses = list(pool.map(lambda b: running.slack.send(b).status_code, bodies))
+        assert statuses == [200] * 5
+    # Leaving the block stopped uvicorn; its lifespan shutdown drained the background tasks.
+    for body in bodies:
+        assert [m for m in fake.thread("C0GENERAL", body["event"]["ts"]) if m.edits], "an answer was lost"
+    assert len(fake.calls_to("chat.update")) == 5

@@ -1,0 +1,278 @@
+"""`hypa serve slack`: settings checks, HTTP vs Socket Mode wiring, start-up checks, Socket Mode end to end."""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from aiohttp import WSMsgType, web
+from starlette.routing import Route
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+from bot.cli import app as cli
+from bot.metrics import Metrics
+from bot.serve_slack import (
+    SlackSetupError,
+    build_slack_server,
+    check_slack_token,
+    missing_settings,
+    open_socket_mode,
+    slack_mode,
+    warm_up,
+)
+from bot.settings import Settings
+from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, envelope, mention_event
+from tests.slack_harness import toy_components, toy_settings
+
+APP_TOKEN = "xapp-1-A0APP0001-1234-abcdef"
+
+
+@pytest.fixture
+def fake():
+    with FakeSlack() as server:
+        yield server
+
+
+def _paths(http_app) -> set[str]:
+    return {r.path for r in http_app.routes if isinstance(r, Route)}
+
+
+def test_missing_tokens_are_listed_by_name():
+    nothing = Settings(_env_file=None, slack_bot_token="", slack_signing_secret="", slack_app_token="")
+    missing = missing_settings(nothing)
+    assert [m.split()[0] for m in missing] == ["SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"]
+    socket = Settings(_env_file=None, slack_bot_token="", slack_signing_secret="", slack_app_token=APP_TOKEN)
+    assert [m.split()[0] for m in missing_settings(socket)] == ["SLACK_BOT_TOKEN"]  # no secret in Socket Mode
+    with pytest.raises(SlackSetupError, match="SLACK_BOT_TOKEN"):
+        build_slack_server(nothing)
+
+
+def test_cli_reports_what_is_missing_without_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no .env here
+    env = {"SLACK_BOT_TOKEN": "", "SLACK_SIGNING_SECRET": "", "SLACK_APP_TOKEN": "", "HYPA_DATA_DIR": str(tmp_path)}
+    result = CliRunner().invoke(cli, ["serve", "slack"], env=env)
+    assert result.exit_code == 1
+    assert "SLACK_BOT_TOKEN" in result.output and "SLACK_SIGNING_SECRET" in result.output
+    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit)
+
+
+def test_cli_reports_a_collection_that_is_not_built(tmp_path, monkeypatch, fake):
+    monkeypatch.chdir(tmp_path)
+    # The command installs a root log handler on the (captured) stderr; keep other tests' logging intact.
+    monkeypatch.setattr("bot.logging_setup.configure_logging", lambda settings: None)
+    env = {"SLACK_BOT_TOKEN": "xoxb-1-2-3", "SLACK_SIGNING_SECRET": "s3cret", "SLACK_APP_TOKEN": "",
+           "SLACK_API_BASE_URL": fake.base_url, "HYPA_DATA_DIR": str(tmp_path), "HYPA_COLLECTION": "ll144"}
+    result = CliRunner().invoke(cli, ["serve", "slack"], env=env)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "collection 'll144' is not in the index" in result.output and "hypa index build ll144" in result.output
+
+
+def test_http_mode_mounts_events_next_to_health_and_metrics(tmp_path, fake):
+    settings = toy_settings(tmp_path, fake.base_url)
+    server = build_slack_server(settings, toy_components(settings))
+    assert slack_mode(settings) == "http" and server.mode == "http"
+    assert {"/slack/events", "/healthz", "/readyz", "/metrics"} <= _paths(server.http_app)
+    server.components.store.close()
+
+
+def test_socket_mode_is_chosen_by_the_app_token_and_runs_the_same_listeners(tmp_path, fake):
+    http_settings = toy_settings(tmp_path / "a", fake.base_url)
+    socket_settings = toy_settings(tmp_path / "b", fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
+    http = build_slack_server(http_settings, toy_components(http_settings))
+    socket = build_slack_server(socket_settings, toy_components(socket_settings))
+    assert slack_mode(socket_settings) == "socket" and socket.mode == "socket"
+    assert "/slack/events" not in _paths(socket.http_app) and "/healthz" in _paths(socket.http_app)
+
+    async def inspect_handler() -> None:  # the handler opens an aiohttp session: needs a running loop
+        handler = socket.bot.socket_mode_handler(APP_TOKEN)
+        assert handler.app is socket.bot.app and handler.client.app_token == APP_TOKEN
+        assert handler.client.web_client.base_url == fake.base_url
+        assert handler.handle in handler.client.socket_mode_request_listeners
+        await handler.close_async()
+
+    asyncio.run(inspect_handler())
+
+    def listeners(bot) -> list[str]:
+        return [listener.ack_function.__name__ for listener in bot.app._async_listeners]
+
+    assert listeners(socket.bot) == listeners(http.bot) == [
+        "_on_app_mention", "_on_message", "_on_reaction_added", "_on_reaction_removed", "_on_feedback_button"]
+    middleware = lambda bot: [type(m).__name__ for m in bot.app._async_middleware_list]
+    assert "AsyncRequestVerification" in middleware(http.bot)
+    assert "AsyncRequestVerification" not in middleware(socket.bot)  # Socket Mode requests are not signed
+    for server in (http, socket):
+        server.components.store.close()
+
+
+def test_start_up_checks_the_token_and_the_index(tmp_path, fake):
+    settings = toy_settings(tmp_path, fake.base_url)
+    server = build_slack_server(settings, toy_components(settings))
+    identity = asyncio.run(check_slack_token(server.bot))
+    assert BOT_USER_ID in identity
+    fake.fail_next("auth.test", error="invalid_auth")
+    with pytest.raises(SlackSetupError, match="rejected SLACK_BOT_TOKEN.*invalid_auth"):
+        asyncio.run(check_slack_token(server.bot))
+    warm_up(server.components)  # the toy collection is there
+
+    empty = toy_settings(tmp_path / "empty", fake.base_url, collection="ll144")
+    empty_server = build_slack_server(empty, toy_components_without_index(empty))
+    with pytest.raises(SlackSetupError, match="hypa index build ll144"):
+        warm_up(empty_server.components)
+    ready = TestClient(empty_server.http_app).get("/readyz")  # bot.health's checks, mounted by build_slack_server
+    assert ready.status_code == 503 and ready.json()["checks"] == {"index": False, "database": True}
+    for s in (server, empty_server):
+        s.components.store.close()
+
+
+def test_unreachable_slack_api_is_a_clear_start_up_error(tmp_path, fake):
+    settings = toy_settings(tmp_path, "http://127.0.0.1:9/api/")  # the discard port: connection refused
+    server = build_slack_server(settings, toy_components(settings))
+    server.bot.client.retry_handlers = []  # fail fast instead of retrying the connection
+    with pytest.raises(SlackSetupError, match="cannot reach the Slack API at http://127.0.0.1:9/api/"):
+        asyncio.run(check_slack_token(server.bot))
+    server.components.store.close()
+
+
+def toy_components_without_index(settings: Settings):
+    from bot.wiring import Components
+    from tests.slack_harness import ToyEmbedder
+
+    components = Components(settings)
+    components.embedder = ToyEmbedder()  # type: ignore[misc]
+    return components
+
+
+# --- Socket Mode end to end: a fake Socket Mode WebSocket (aiohttp) + the fake Web API -----------
+
+
+class FakeSocketModeServer:
+    """Slack's Socket Mode endpoint: sends `hello`, then the scripted envelopes; records the acks."""
+
+    def __init__(self, envelopes: list[dict]) -> None:
+        self.envelopes = envelopes
+        self.acks: list[dict] = []
+        self.acked = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_json({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A0APP0001"}})
+        for item in self.envelopes:
+            await ws.send_json(item)
+        async for msg in ws:
+            if msg.type == WSMsgType.TEXT:
+                self.acks.append(json.loads(msg.data))
+                if len(self.acks) >= len(self.envelopes):
+                    self.acked.set()
+        return ws
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/link", self._socket)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"ws://127.0.0.1:{port}/link"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+def test_socket_mode_end_to_end(tmp_path: Path, fake: FakeSlack):
+    event = mention_event(f"<@{BOT_USER_ID}> What is the civil penalty for a first violation?")
+    body = envelope(event)
+    socket_envelopes = [
+        {"envelope_id": "env-1", "type": "events_api", "accepts_response_payload": False, "retry_attempt": 0,
+         "retry_reason": "", "payload": body},
+        # Slack re-sends an envelope it thinks was not acknowledged: same event_id, a retry attempt.
+        {"envelope_id": "env-2", "type": "events_api", "accepts_response_payload": False, "retry_attempt": 1,
+         "retry_reason": "timeout", "payload": body},
+    ]
+    settings = toy_settings(tmp_path, fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
+    server = build_slack_server(settings, toy_components(settings), metrics=Metrics())
+
+    async def scenario() -> list[dict]:
+        socket_server = FakeSocketModeServer(socket_envelopes)
+        await socket_server.start()
+        fake.socket_mode_url = socket_server.url
+        handler = await open_socket_mode(server.bot, APP_TOKEN)
+        try:
+            await asyncio.wait_for(socket_server.acked.wait(), 10)
+            await asyncio.to_thread(fake.wait_for, lambda: fake.calls_to("chat.update"), 10)
+            assert await server.bot.tasks.drain(10)
+        finally:
+            await handler.close_async()
+            await socket_server.stop()
+        return socket_server.acks
+
+    acks = asyncio.run(scenario())
+    assert sorted(a["envelope_id"] for a in acks) == ["env-1", "env-2"]
+    assert [c.token for c in fake.calls_to("apps.connections.open")] == [APP_TOKEN]
+    placeholder = fake.calls_to("chat.postMessage")
+    assert len(placeholder) == 1 and placeholder[0].params["thread_ts"] == event["ts"]
+    update = fake.calls_to("chat.update")
+    assert len(update) == 1 and "$500" in update[0].params["text"]
+    server.components.store.close()
+
+
+# --- the app manifest -----------------------------------------------------------------------------
+
+MANIFEST = Path(__file__).resolve().parent.parent / "adapters" / "slack" / "manifest.yml"
+# Every Web API method the bot calls, and the scope each needs (chat:write covers all four).
+BOT_API_METHODS = {"chat.postMessage": "chat:write", "chat.update": "chat:write", "chat.delete": "chat:write",
+                   "chat.postEphemeral": "chat:write"}
+# Every event subscription, and the scope Slack requires for it.
+EVENT_SCOPES = {"app_mention": "app_mentions:read", "message.channels": "channels:history",
+                "message.groups": "groups:history", "message.im": "im:history",
+                "reaction_added": "reactions:read", "reaction_removed": "reactions:read"}
+
+
+def test_manifest_asks_for_exactly_the_scopes_its_events_and_calls_need():
+    import yaml
+
+    manifest = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert sorted(events) == sorted(EVENT_SCOPES)
+    assert scopes == set(EVENT_SCOPES.values()) | set(BOT_API_METHODS.values())
+    assert manifest["settings"]["event_subscriptions"]["request_url"].endswith("/slack/events")
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True
+    assert manifest["settings"]["interactivity"]["request_url"].endswith("/slack/events")
+    assert manifest["features"]["app_home"]["messages_tab_enabled"] is True  # people can DM the bot
+    assert manifest["features"]["app_home"]["messages_tab_read_only_enabled"] is False
+
+
+def test_the_bot_calls_only_the_web_api_methods_the_manifest_covers(tmp_path, fake):
+    """Drive every code path that talks to Slack and compare the methods used with BOT_API_METHODS."""
+    from tests.fakes.slack_server import block_actions, message_event, reaction_event
+    from tests.slack_harness import running_bot
+
+    with running_bot(tmp_path, fake) as bot:
+        event = mention_event(f"<@{BOT_USER_ID}> What is the civil penalty for a first violation?")
+        bot.slack.send(envelope(event))
+        answer = fake.wait_for(lambda: [m for m in fake.thread(event["channel"], event["ts"]) if m.edits])[0]
+        bot.slack.send(envelope(message_event("thanks, and the notice period?", thread_ts=event["ts"])))
+        bot.slack.send(envelope(reaction_event("reaction_added", "+1", channel=event["channel"], ts=answer.ts)))
+        answer_id = answer.blocks[-1]["elements"][0]["value"]
+        bot.slack.send_interaction(block_actions("feedback_up", answer_id, channel=event["channel"],
+                                                 message_ts=answer.ts))
+        fake.wait_for(lambda: fake.calls_to("chat.postEphemeral"))
+        fake.wait_quiet(0.3)
+    used = {c.method for c in fake.calls} - {"auth.test"}  # auth.test needs no scope
+    assert used <= set(BOT_API_METHODS), used
+
+
+def test_a_rejected_app_token_stops_socket_mode_with_a_clear_error(tmp_path: Path, fake: FakeSlack):
+    settings = toy_settings(tmp_path, fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
+    server = build_slack_server(settings, toy_components(settings))
+    fake.fail_next("apps.connections.open", error="invalid_auth")
+    with pytest.raises(SlackSetupError, match="rejected SLACK_APP_TOKEN.*invalid_auth.*connections:write"):
+        asyncio.run(open_socket_mode(server.bot, APP_TOKEN))
+    server.components.store.close()

@@ -1,0 +1,414 @@
+"""End to end: the REAL python-telegram-bot Application against a fake Bot API, with the real
+conversation service on SQLite (fast toy pipeline: HashingEmbedder + EmbeddedIndex over TOY_CHUNKS).
+
+Each test starts the whole HTTP app (Starlette TestClient runs its lifespan, which starts PTB's
+polling or registers the webhook), feeds updates through the fake, and asserts what the fake
+received and what the store holds.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from adapters.telegram import TelegramConfig
+from adapters.telegram.handlers import FAILED, NOT_TEXT
+from bot.metrics import Metrics
+from bot.serve_telegram import TelegramServer, build_telegram_server
+from core.conversation_service import StoredConversationService
+from core.extractive import ExtractiveGenerator
+from core.pipeline import AnswerPipeline
+from core.termstats import TermStats
+from core.types import Answer, RetrievalParams
+from storage.embedded import EmbeddedIndex
+from storage.embedder import HashingEmbedder
+from storage.sql import ConversationStore
+from tests.fakes.telegram_server import (
+    BOT_USERNAME,
+    FakeTelegram,
+    callback_query,
+    group_chat,
+    mention_entities,
+    message,
+    private_chat,
+    reaction,
+    user,
+)
+from tests.helpers import TOY_CHUNKS
+
+# PTB's own AIORateLimiter reads RetryAfter.retry_after, which warns about a future type change.
+pytestmark = pytest.mark.filterwarnings("ignore:Deprecated since version v22.2:DeprecationWarning")
+
+SECRET = "s3cret-token_42"
+WEBHOOK_URL = "https://bot.example.com/telegram/webhook"
+
+
+# --- the bot under test ---------------------------------------------------------------------------
+
+
+def toy_pipeline(index_dir: Path, generator=None) -> AnswerPipeline:
+    embedder = HashingEmbedder()
+    index = EmbeddedIndex(index_dir, embedder=embedder, candidates=10)
+    if not (index_dir / "toy").exists():
+        index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
+    return AnswerPipeline(
+        index,
+        generator or ExtractiveGenerator(lambda collection: stats),
+        RetrievalParams(top_k=3, fusion="rankedFusion", alpha=0.5),
+        default_collection="toy",
+        count_tokens=lambda t: len(t.split()),
+        embed_queries=embedder.embed_queries,
+    )
+
+
+class BotProcess:
+    """One bot process: the stored service on a SQLite file and the Telegram server around it."""
+
+    def __init__(self, tmp_path: Path, fake: FakeTelegram, *, webhook: bool = False, generator=None,
+                 service_wrapper: Callable | None = None) -> None:
+        self.store = ConversationStore(f"sqlite:///{tmp_path / 'bot.sqlite3'}")
+        self.metrics = Metrics()
+        stored = StoredConversationService(
+            toy_pipeline(tmp_path / "index", generator), self.store, history_turns=6, metrics=self.metrics,
+            collection="toy",
+        )
+        self.service = stored
+        if service_wrapper is not None:
+            self.service = service_wrapper(self.service)
+        config = TelegramConfig(
+            token=fake.token, base_url=fake.base_url, poll_timeout_s=1,
+            webhook_url=WEBHOOK_URL if webhook else "", webhook_secret=SECRET if webhook else "",
+        )
+        self.server: TelegramServer = build_telegram_server(
+            config, self.service, metrics=self.metrics, readiness=lambda: {"database": stored.ready()}
+        )
+
+    @contextmanager
+    def running(self) -> Iterator[TestClient]:
+        with TestClient(self.server.http_app) as client:  # lifespan: start PTB (+ polling / setWebhook)
+            yield client
+        self.store.close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeTelegram]:
+    with FakeTelegram() as server:
+        yield server
+
+
+def eventually(check: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def answers_in(fake: FakeTelegram, chat_id: int, count: int = 1, timeout: float = 10.0) -> list[dict]:
+    """The bot's final answers in a chat (placeholders replaced), once `count` of them exist."""
+
+    def done() -> list[dict] | None:
+        shown = [m for m in fake.bot_messages(chat_id) if not m["text"].startswith("⏳")]
+        return shown if len(shown) >= count else None
+
+    return eventually(done, timeout, f"{count} answer(s) in chat {chat_id}")  # type: ignore[return-value]
+
+
+CHAT = private_chat(4242)
+GROUP = group_chat(-100123)
+
+
+# --- private chats --------------------------------------------------------------------------------
+
+
+def test_private_question_gets_a_cited_html_answer_with_feedback_buttons(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake)
+    with bot.running() as client:
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is the civil penalty for a first violation?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        # what PTB asked for: the update types we need, typing, a placeholder, then the edit
+        polls = fake.calls_of("getUpdates")
+        assert set(polls[0].params["allowed_updates"]) >= {"message", "callback_query", "message_reaction"}
+        assert fake.calls_of("sendChatAction")[0].params["action"] == "typing"
+        placeholder = fake.wait_for("sendMessage")[0].params
+        assert placeholder["text"].startswith("⏳") and placeholder["reply_parameters"]["message_id"] == 10
+        edit = fake.wait_for("editMessageText")[0].params
+        assert edit["parse_mode"] == "HTML" and edit["message_id"] == answer["message_id"]
+        assert "$500" in answer["text"] and "<b>Sources</b>" in answer["text"]
+        assert "[1] <b>Toy Code § 1-103</b>" in answer["text"]
+        stored = bot.store.answers()
+        assert len(stored) == 1
+        answer_id = stored[0].id
+        buttons = answer["reply_markup"]["inline_keyboard"][0]
+        assert [b["text"] for b in buttons] == ["👍", "👎"]
+        assert [b["callback_data"] for b in buttons] == [f"fb:+:{answer_id}", f"fb:-:{answer_id}"]
+        # the answer message is linked: reactions and replies on it refer to this answer
+        assert bot.service.answer_for_platform_message("telegram", str(CHAT["id"]), str(answer["message_id"])) == answer_id
+        assert client.get("/readyz").json() == {"ready": True, "checks": {"telegram": True, "database": True}}
+        assert 'hypa_requests_total{outcome="answered",platform="telegram"} 1.0' in client.get("/metrics").text
+
+
+def test_bad_input_gets_clear_replies_and_nothing_crashes(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake)
+    sticker = {"sticker": {"file_id": "s1", "file_unique_id": "u1", "width": 512, "height": 512,
+                           "is_animated": False, "is_video": False, "type": "regular", "emoji": "👍"}}
+    photo = {"photo": [{"file_id": "p1", "file_unique_id": "pu1", "width": 90, "height": 90}]}
+    updates = [
+        message(update_id=1, message_id=1, chat=CHAT, extra=sticker),
+        message(update_id=2, message_id=2, chat=CHAT, extra=photo),
+        message(update_id=3, message_id=3, chat=CHAT, text="Is this allowed? " + "x" * 40_000),
+        message(update_id=4, message_id=4, chat=CHAT, text="👍👍 🎉"),
+        message(update_id=5, message_id=5, chat=CHAT, text="What\x00 is\x07 a widget\x1b audit?"),
+        message(update_id=6, message_id=6, chat=CHAT, text="¿Qué es una auditoría de widgets? 什么是审计"),
+        message(update_id=7, message_id=7, chat=CHAT, text="/start",
+                entities=[{"type": "bot_command", "offset": 0, "length": 6}]),
+    ]
+    with bot.running():
+        fake.push_updates(*updates)
+        shown = answers_in(fake, CHAT["id"], count=7)
+        by_question = {m["reply_to_message_id"]: m["text"] for m in shown}
+        assert by_question[1] == NOT_TEXT and by_question[2] == NOT_TEXT
+        assert "40,017 characters long" in by_question[3] and "at most 4,000" in by_question[3]
+        assert "in words" in by_question[4]
+        assert by_question[5] and by_question[6]  # answered or politely refused, not silence
+        assert "Ask me a question" in by_question[7]
+        assert all(c.status == 200 for c in fake.calls if c.method != "getUpdates")
+        assert len(bot.store.answers()) == 4  # stickers, photos and /start never reach the service
+
+
+def test_duplicate_update_id_is_answered_once(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake)
+    question = message(update_id=9, message_id=90, chat=CHAT, text="What is a widget audit?")
+    with bot.running():
+        fake.push_updates(question, question)  # Telegram (or a proxy) delivering the same update twice
+        answers_in(fake, CHAT["id"])
+        eventually(lambda: bot.store.count_rows("deliveries") == 1 and fake.pending_updates() == 0, what="confirm")
+        time.sleep(0.2)  # a second handling would have sent its placeholder by now
+        assert len(fake.calls_of("sendMessage")) == 1
+        assert len(bot.store.answers()) == 1
+        assert 'hypa_requests_total{outcome="duplicate",platform="telegram"} 1.0' in bot.metrics.render().decode()
+
+
+def test_flood_control_429_is_retried_and_the_answer_still_arrives(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake)
+    fake.rate_limit_next("sendMessage", retry_after=1)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="How many days before selling must a seller notify buyers?"))
+        answer = answers_in(fake, CHAT["id"], timeout=15)[0]
+        assert "ten business days" in answer["text"]
+        sends = fake.calls_of("sendMessage")
+        assert [c.status for c in sends] == [429, 200]
+        assert sends[1].at - sends[0].at >= 1.0  # waited retry_after before trying again
+
+
+class LongAnswerGenerator:
+    """The extractive answer followed by ~12,000 characters of text full of characters HTML escapes."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def generate(self, question, contexts, history=(), query_vector=None) -> Answer:
+        answer = self.inner.generate(question, contexts, history, query_vector)
+        filler = "\n\n".join(f"Paragraph {i}: sellers & buyers <must> keep records." * 6 for i in range(40))
+        answer.text = answer.text + "\n\n" + filler
+        return answer
+
+
+def test_long_answer_is_split_into_messages_within_the_limit(tmp_path, fake):
+    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
+    bot = BotProcess(tmp_path, fake, generator=LongAnswerGenerator(ExtractiveGenerator(lambda c: stats)))
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is the civil penalty?"))
+        answers_in(fake, CHAT["id"], count=3)
+        eventually(lambda: fake.bot_messages(CHAT["id"])[-1].get("reply_markup"), what="the last part's buttons")
+        parts = fake.bot_messages(CHAT["id"])
+        assert len(parts) >= 3
+        assert all(len(p["text"].encode("utf-16-le")) // 2 <= 4096 for p in parts)
+        assert [bool(p.get("reply_markup")) for p in parts] == [False] * (len(parts) - 1) + [True]
+        assert "<b>Sources</b>" in parts[-1]["text"]
+        joined = "".join(p["text"] for p in parts)
+        assert joined.count("sellers &amp; buyers &lt;must&gt; keep records.") == 240
+        answer_id = bot.store.answers()[0].id
+        linked = lambda p: bot.service.answer_for_platform_message("telegram", str(CHAT["id"]), str(p["message_id"]))
+        eventually(lambda: linked(parts[-1]), what="the last part's link (stored right after it is sent)")
+        assert [linked(p) for p in parts] == [answer_id] * len(parts)  # replies/reactions on any part count
+
+
+class FailingHandle:
+    """The real service, except that answering raises (a bug or an outage below the service)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def handle(self, message):
+        raise RuntimeError("boom in the service")
+
+
+def test_exception_in_a_handler_tells_the_user_and_is_logged(tmp_path, fake, caplog):
+    bot = BotProcess(tmp_path, fake, service_wrapper=FailingHandle)
+    with caplog.at_level(logging.ERROR, logger="adapters.telegram.handlers"), bot.running() as client:
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        assert answer["text"] == FAILED
+        eventually(lambda: any("telegram handler failed" in r.getMessage() for r in caplog.records), what="the log")
+        failure = next(r for r in caplog.records if "telegram handler failed" in r.getMessage())
+        assert "boom in the service" in str(failure.exc_info[1])
+        assert 'hypa_errors_total{component="telegram"} 1.0' in client.get("/metrics").text
+
+
+def test_handling_does_not_block_other_chats(tmp_path, fake):
+    """A slow answer (CPU-bound, in a worker thread) does not hold up another chat's answer."""
+    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
+    release = threading.Event()
+
+    class SlowForOneChat:
+        inner = ExtractiveGenerator(lambda c: stats)
+
+        def generate(self, question, contexts, history=(), query_vector=None):
+            if "slow" in question:
+                assert release.wait(10), "never released"
+            return self.inner.generate(question, contexts, history, query_vector)
+
+    bot = BotProcess(tmp_path, fake, generator=SlowForOneChat())
+    other = private_chat(5151)
+    with bot.running():
+        fake.push_updates(
+            message(update_id=1, message_id=10, chat=CHAT, text="slow: what is the civil penalty?"),
+            message(update_id=2, message_id=11, chat=other, text="What is a widget audit?", from_user=user(5151)),
+        )
+        answers_in(fake, other["id"])  # answered while the first chat's answer is still being computed
+        assert not [m for m in fake.bot_messages(CHAT["id"]) if not m["text"].startswith("⏳")]
+        release.set()
+        assert "$500" in answers_in(fake, CHAT["id"])[0]["text"]
+
+
+# --- groups and threads ---------------------------------------------------------------------------
+
+
+def _mention(update_id: int, message_id: int, text: str, **kw) -> dict:
+    return message(update_id=update_id, message_id=message_id, chat=GROUP, text=text,
+                   entities=mention_entities(text), **kw)
+
+
+def test_group_answers_only_mentions_and_replies_and_follow_ups_use_the_thread(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=100, chat=GROUP, text="How must a seller notify buyers?"))
+        eventually(lambda: bot.store.count_rows("deliveries") == 1 and fake.pending_updates() == 0, what="update 1")
+        first_q = f"@{BOT_USERNAME} I want to know how a seller must notify buyers."
+        fake.push_updates(_mention(2, 101, first_q))
+        first = answers_in(fake, GROUP["id"])[0]
+        assert first["reply_to_message_id"] == 101  # not 100: the unaddressed message was ignored
+        assert bot.store.count_rows("messages") == 1
+        # a reply to the bot's answer, without a mention: a follow-up in the same thread
+        follow_up = message(update_id=3, message_id=102, chat=GROUP, text="What are the methods?",
+                            reply_to={**first, "from": fake.bot_user})
+        fake.push_updates(follow_up)
+        second = answers_in(fake, GROUP["id"], count=2)[1]
+        a1, a2 = bot.store.answers()
+        assert a1.record.question == "I want to know how a seller must notify buyers."  # mention stripped
+        assert a2.thread_pk == a1.thread_pk and a2.record.history_turns == 1
+        assert "seller must notify buyers" in a2.record.standalone_question  # the history was used
+        assert "Toy Code § 1-102(a)" in second["text"]  # the notice provision, found through the history
+        assert bot.service.thread_for_answer(a2.id) == "101"  # the chain's root message
+
+
+def test_restart_keeps_thread_history(tmp_path, fake):
+    first_bot = BotProcess(tmp_path, fake)
+    with first_bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="I want to know how a seller must notify buyers."))
+        first = answers_in(fake, CHAT["id"])[0]
+    restarted = BotProcess(tmp_path, fake)  # a new process: new service, new application, same SQLite file
+    with restarted.running():
+        fake.push_updates(message(update_id=2, message_id=12, chat=CHAT, text="What are the methods?",
+                                  reply_to={**first, "from": fake.bot_user}))
+        answers_in(fake, CHAT["id"], count=2)
+        follow = restarted.store.answers()[-1]
+        assert follow.record.history_turns == 1
+        assert "seller must notify buyers" in follow.record.standalone_question
+
+
+# --- feedback -------------------------------------------------------------------------------------
+
+
+def test_buttons_record_feedback_and_every_callback_is_answered(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        answer_id = bot.store.answers()[0].id
+        up, down = (b["callback_data"] for b in answer["reply_markup"]["inline_keyboard"][0])
+        fake.push_updates(callback_query(update_id=2, data=down, message_=answer))
+        fake.wait_for("answerCallbackQuery")
+        assert bot.store.current_rating(answer_id, "4242") == -1
+        fake.push_updates(callback_query(update_id=3, data=up, message_=answer))
+        fake.wait_for("answerCallbackQuery", count=2)
+        fake.push_updates(callback_query(update_id=4, data=up, message_=answer))  # a double click
+        fake.push_updates(callback_query(update_id=5, data="fb:+:no-such-answer", message_=answer))
+        fake.push_updates(callback_query(update_id=6, data="something else", message_=answer))
+        calls = fake.wait_for("answerCallbackQuery", count=5)
+        texts = {c.params["callback_query_id"]: c.params.get("text", "") for c in calls}
+        assert "rated 👎" in texts["cbq-2"] and "rated 👍" in texts["cbq-3"]
+        assert "already" in texts["cbq-4"]
+        assert "no longer know" in texts["cbq-5"] and "no longer supported" in texts["cbq-6"]
+        assert bot.store.current_rating(answer_id, "4242") == 1
+        assert [(c.rating, c.source) for c in bot.store.feedback_log(answer_id)] == [(-1, "button"), (1, "button")]
+
+
+def test_thumbs_reaction_rates_the_answer_and_removing_it_removes_the_rating(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        answer_id = bot.store.answers()[0].id
+        fake.push_updates(reaction(update_id=2, chat=CHAT, message_id=answer["message_id"], old=[], new=["👍"]))
+        eventually(lambda: bot.store.current_rating(answer_id, "4242") == 1, what="the 👍 rating")
+        fake.push_updates(reaction(update_id=3, chat=CHAT, message_id=answer["message_id"], old=["👍"], new=[]))
+        eventually(lambda: len(bot.store.feedback_log(answer_id)) == 2, what="the removal")
+        assert bot.store.current_rating(answer_id, "4242") == 0
+        assert [(c.rating, c.source) for c in bot.store.feedback_log(answer_id)] == [(1, "reaction"), (0, "reaction")]
+        # a reaction on a message that is not an answer is ignored
+        fake.push_updates(reaction(update_id=4, chat=CHAT, message_id=10, old=[], new=["👎"]))
+        eventually(lambda: bot.store.count_rows("deliveries") == 4, what="update 4")
+        time.sleep(0.1)
+        assert len(bot.store.feedback_log()) == 2
+
+
+# --- webhook mode ---------------------------------------------------------------------------------
+
+
+def test_webhook_mode_registers_the_webhook_and_checks_the_secret(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake, webhook=True)
+    update = message(update_id=1, message_id=10, chat=CHAT, text="What is the civil penalty for a first violation?")
+    fake.remember_chat(CHAT)
+    with bot.running() as client:
+        hook = fake.wait_for("setWebhook")[0].params
+        assert hook["url"] == WEBHOOK_URL and hook["secret_token"] == SECRET
+        assert set(hook["allowed_updates"]) >= {"message", "callback_query", "message_reaction"}
+        assert fake.calls_of("getUpdates") == []  # no polling in webhook mode
+        path = "/telegram/webhook"
+        assert client.post(path, json=update).status_code == 403
+        assert client.post(path, json=update, headers={"X-Telegram-Bot-Api-Secret-Token": "wrong"}).status_code == 403
+        time.sleep(0.2)
+        assert fake.calls_of("sendMessage") == []  # rejected requests were never processed
+        good = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
+        assert client.post(path, content=b"{not json", headers=good).status_code == 400
+        assert client.post(path, json=update, headers=good).status_code == 200
+        assert "$500" in answers_in(fake, CHAT["id"])[0]["text"]
+        assert client.post(path, json=update, headers=good).status_code == 200  # Telegram redelivering
+        time.sleep(0.2)
+        assert len(fake.calls_of("sendMessage")) == 1 and len(bot.store.answers()) == 1
+        assert client.get("/readyz").json()["ready"] is True
