@@ -62,4 +62,5 @@ class ConfigPolicy:
             kg_depth=row.kg_depth,
             config=self.config.name,
             fallback=row.fallback,
+            kg=self.config.kg,
         )

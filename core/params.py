@@ -57,6 +57,7 @@ class RetrievalConfig(BaseModel):
 
     name: str
     description: str = ""
+    kg: bool = False  # knowledge-graph stage on (hypa-*, fixed-*-kg): K and S of the rows are used
     # Fixed configs: the row itself.
     top_k: int | None = Field(default=None, ge=1, le=100)
     q: int | None = Field(default=None, ge=1, le=20)

@@ -20,6 +20,19 @@ from storage.fusion import reciprocal_rank_fusion
 from storage.index import ChunkIndex
 
 
+class GraphRetrieval(Protocol):
+    """What the knowledge-graph stage returns (core/kg/retriever.KGResult fits)."""
+
+    contexts: list[ScoredChunk]  # facts, kind="kg"
+    provisions: list  # the Chunks the facts came from
+
+
+class GraphRetriever(Protocol):
+    def retrieve(
+        self, question: str, *, keywords: int, depth: int, query_vector: np.ndarray | None = None
+    ) -> GraphRetrieval: ...
+
+
 class Generator(Protocol):
     """Writes the answer from the retrieved contexts (extractive now; an LLM plugs in here)."""
 
@@ -47,6 +60,29 @@ def drop_near_duplicates(results: Sequence[ScoredChunk], threshold: float = 0.9)
             continue
         kept.append((sc, words))
     return [sc for sc, _ in kept]
+
+
+def _without_added_duplicates(
+    fused: Sequence[ScoredChunk], added: set[str], limit: int, threshold: float = 0.9
+) -> list[ScoredChunk]:
+    """The first `limit` of `fused`, skipping chunks that nearly duplicate a kept one when either of
+    the two is a graph addition (the hybrid list is already de-duplicated among itself)."""
+    words: dict[str, frozenset[str]] = {}
+
+    def of(sc: ScoredChunk) -> frozenset[str]:
+        if sc.chunk.id not in words:
+            words[sc.chunk.id] = frozenset(tokens(sc.chunk.text))
+        return words[sc.chunk.id]
+
+    kept: list[ScoredChunk] = []
+    for sc in fused:
+        if len(kept) >= limit:
+            break
+        rivals = kept if sc.chunk.id in added else [k for k in kept if k.chunk.id in added]
+        if any(_jaccard(of(sc), of(k)) >= threshold for k in rivals):
+            continue
+        kept.append(sc)
+    return kept
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -82,6 +118,7 @@ class AnswerPipeline:
         rewriter: QueryRewriter | None = None,
         reranker: Reranker | None = None,
         rerank_candidates: int = 20,
+        knowledge_graph: Callable[[str], GraphRetriever | None] | None = None,
     ) -> None:
         self.index = index
         self.generator = generator
@@ -93,6 +130,7 @@ class AnswerPipeline:
         self.rewriter: QueryRewriter = rewriter or OfflineRewriter()
         self.reranker = reranker if reranker is not None and not isinstance(reranker, NoReranker) else None
         self.rerank_candidates = rerank_candidates
+        self.knowledge_graph = knowledge_graph  # collection -> its graph retriever (None: no graph)
 
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -126,11 +164,18 @@ class AnswerPipeline:
         if self.reranker is not None:
             contexts = self.reranker.rerank(rewrite.standalone, contexts, params.top_k)
             t = clock.lap("rerank", t)
-        contexts = contexts[: params.top_k]
+        if params.kg and self.knowledge_graph is not None:
+            contexts = self._with_graph(
+                rewrite.standalone, contexts, params, collection or self.default_collection,
+                None if vectors is None else vectors[0],
+            )
+            t = clock.lap("kg", t)
+        else:
+            contexts = contexts[: params.top_k]
         answer = self.generator.generate(
             rewrite.standalone, contexts, history, None if vectors is None else vectors[0]
         )
-        answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in contexts)
+        answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in contexts)  # facts too
         clock.lap("generate", t)
         return PipelineResult(
             question=question,
@@ -169,6 +214,33 @@ class AnswerPipeline:
             fused = reciprocal_rank_fusion([[(sc.chunk.id, sc.score) for sc in hits] for hits in lists])
             found = [ScoredChunk(by_id[chunk_id], score) for chunk_id, score in fused[:pool]]
         return drop_near_duplicates(found)
+
+    def _with_graph(
+        self,
+        question: str,
+        ranked: list[ScoredChunk],
+        params: RetrievalParams,
+        collection: str,
+        query_vector: np.ndarray | None,
+    ) -> list[ScoredChunk]:
+        """The top_k of the hybrid ranking fused (RRF) with the provisions the graph's facts came
+        from, followed by the facts themselves (kind "kg")."""
+        graph = self.knowledge_graph(collection) if self.knowledge_graph is not None else None
+        if graph is None:
+            return ranked[: params.top_k]
+        found = graph.retrieve(question, keywords=params.kg_keywords, depth=params.kg_depth, query_vector=query_vector)
+        if not found.provisions:
+            return [*ranked[: params.top_k], *found.contexts]
+        by_id = {sc.chunk.id: sc for sc in ranked}
+        added = {c.id for c in found.provisions if c.id not in by_id}
+        for chunk in found.provisions:
+            by_id.setdefault(chunk.id, ScoredChunk(chunk, 0.0))
+        fused = reciprocal_rank_fusion(
+            [[(sc.chunk.id, sc.score) for sc in ranked], [(c.id, 0.0) for c in found.provisions]]
+        )
+        candidates = [ScoredChunk(by_id[cid].chunk, score) for cid, score in fused]
+        merged = _without_added_duplicates(candidates, added, params.top_k)
+        return [*merged, *found.contexts]
 
     def _validate(self, question: str) -> str | None:
         if not question:

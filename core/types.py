@@ -87,6 +87,7 @@ class RetrievalParams:
     config: str = "default"
     fallback: bool = False  # an adaptive config without a classifier label used its fallback row
     rerank: bool = False
+    kg: bool = False  # add the knowledge-graph stage (facts + their provisions)
 
 
 @dataclass

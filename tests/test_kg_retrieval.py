@@ -1,0 +1,180 @@
+"""KG retrieval: entity matching (exact, alias, fuzzy, embedding), the S-hop walk, fact ranking,
+the pipeline's "kg" stage and the per-collection cache that follows the index version."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from core.extractive import ExtractiveGenerator
+from core.kg.build import KnowledgeGraphs
+from core.kg.graph import build_graph
+from core.kg.offline import OfflineExtractor
+from core.kg.retriever import KGRetriever, KGSettings
+from core.pipeline import AnswerPipeline
+from core.termstats import TermStats
+from core.types import RetrievalParams
+from storage.embedded import EmbeddedIndex
+from storage.embedder import HashingEmbedder
+from storage.kg_store import KGStore
+from tests.helpers import TOY_CHUNKS, make_chunk
+
+CHUNKS = [
+    *TOY_CHUNKS,
+    make_chunk(
+        "Toy Code § 1-104",
+        "§ 1-104 Reviews. A widget maker shall obtain a widget audit (“WA”) before selling a widget. "
+        "The widget audit must be conducted pursuant to section 1-101.",
+    ),
+]
+
+
+def _retriever(embed=None, **settings) -> KGRetriever:
+    data = OfflineExtractor().extract("toy", CHUNKS, {})
+    return KGRetriever(data, build_graph(data), CHUNKS, embed=embed, settings=KGSettings(**settings))
+
+
+def test_exact_alias_and_fuzzy_entity_matches():
+    r = _retriever()
+    assert [e.key for e in r.match_entities("What is a widget audit?", 3)][:1] == ["widget audit"]
+    assert "widget audit" in [e.key for e in r.match_entities("Does a WA need a reviewer?", 3)]  # abbreviation
+    fuzzy = r.match_entities("What does a widgett auditt involve?", 3)
+    assert fuzzy and fuzzy[0].key == "widget audit" and fuzzy[0].how == "fuzzy"
+    assert r.match_entities("What does section 1-103 say?", 2)[0].key == "§ 1-103"
+    assert r.match_entities("Completely unrelated words here", 3) == []
+
+
+def test_embedding_match_uses_the_given_question_vector_and_embeds_names_once():
+    calls = []
+
+    def embed(texts):
+        calls.append(list(texts))
+        return np.stack([np.eye(8)[i % 8] for i, _ in enumerate(texts)])
+
+    r = _retriever(embed=embed)
+    names = r._name_keys
+    target = names.index("reviewer")
+    vector = np.eye(8)[target % 8]
+    found = r.match_entities("zzz qqq", 1, vector)
+    assert found[0].how == "embedding" and found[0].key == names[target]
+    r.match_entities("yyy", 1, vector)
+    assert len(calls) == 1  # entity-name vectors are computed once per graph
+
+
+def test_depth_limits_the_walk_and_facts_carry_labels():
+    r = _retriever()
+    shallow = r.retrieve("What must a widget maker obtain?", keywords=1, depth=0)
+    deep = r.retrieve("What must a widget maker obtain?", keywords=1, depth=2)
+    assert shallow.entities[0].key == "widget maker"
+    assert {f.label for f in shallow.facts} == {"Toy Code § 1-104"}
+    assert len(deep.facts) >= len(shallow.facts)
+    top = deep.contexts[0]
+    assert top.kind == "kg" and top.chunk.text == (
+        "widget maker — must — obtain a widget audit (\"WA\") before selling a widget [Toy Code § 1-104]"
+    )
+    assert deep.provisions[0].label == "Toy Code § 1-104"
+    assert r.retrieve("anything", keywords=0, depth=2).facts == []
+
+
+def test_facts_are_ranked_by_the_question_and_capped():
+    r = _retriever(max_facts=2)
+    result = r.retrieve("What penalty is a seller liable for?", keywords=3, depth=2)
+    assert len(result.facts) == 2
+    assert result.facts[0].predicate == "penalty"
+    assert result.provisions[0].label == "Toy Code § 1-103"
+
+
+def _index(tmp_path):
+    index = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder(64))
+    index.replace_document("toy", "toy-doc", "v1", CHUNKS)
+    return index
+
+
+def _pipeline(index, graphs, kg: bool) -> AnswerPipeline:
+    stats = TermStats.from_texts(c.text for c in CHUNKS)
+    return AnswerPipeline(
+        index,
+        ExtractiveGenerator(lambda c: stats),
+        RetrievalParams(top_k=2, fusion="rankedFusion", alpha=0.5, kg_keywords=3, kg_depth=2, kg=kg),
+        default_collection="toy",
+        count_tokens=lambda t: len(t.split()),
+        knowledge_graph=graphs,
+    )
+
+
+def test_pipeline_kg_stage_adds_facts_and_provisions(tmp_path):
+    index = _index(tmp_path)
+    graphs = KnowledgeGraphs(index, KGStore(tmp_path / "kg"), OfflineExtractor)
+    result = _pipeline(index, graphs, kg=True).answer("What penalty applies to a seller who violates the chapter?")
+    kinds = [c.kind for c in result.contexts]
+    assert kinds[:2] == ["chunk", "chunk"] and "kg" in kinds
+    assert "kg" in result.timings_ms
+    record = json.loads(json.dumps(result.to_record()))
+    facts = [c for c in record["contexts"] if c["kind"] == "kg"]
+    assert facts and all(" — " in c["text"] and c["text"].endswith("]") for c in facts)
+    assert record["usage"]["context_tokens"] == sum(len(c["text"].split()) for c in record["contexts"])
+    assert not any(c.chunk_id.startswith("kg:") for c in result.answer.citations)  # answers quote provisions
+    assert (tmp_path / "kg" / "toy.kg.pkl").is_file()  # built on first use and saved
+
+    plain = _pipeline(index, graphs, kg=False).answer("What penalty applies to a seller who violates the chapter?")
+    assert [c.kind for c in plain.contexts] == ["chunk", "chunk"] and "kg" not in plain.timings_ms
+
+
+def test_graph_cache_follows_the_index_version(tmp_path):
+    index = _index(tmp_path)
+    store = KGStore(tmp_path / "kg")
+    graphs = KnowledgeGraphs(index, store, OfflineExtractor)
+    first = graphs("toy")
+    assert graphs("toy") is first
+    new = make_chunk("Toy Code § 1-105", "§ 1-105 Gizmos. The term “gizmo” means a small widget.", doc_id="more")
+    index.replace_document("toy", "more", "v2", [new])
+    second = graphs("toy")
+    assert second is not first and "gizmo" in second.data.entities
+    assert store.load("toy").source_version == {"toy-doc": "v1", "more": "v2"}
+    assert graphs("empty-collection") is None
+
+
+def test_graph_additions_that_repeat_a_hybrid_chunk_are_dropped():
+    from core.pipeline import _without_added_duplicates
+    from core.types import ScoredChunk
+
+    law = make_chunk("Code § 1", "A seller shall notify each buyer ten days before a sale.", doc_id="law")
+    codified = make_chunk("Code § 1", "A seller shall notify each buyer ten days before a sale.", doc_id="code")
+    other = make_chunk("Code § 2", "Penalties are set by the department.", doc_id="law")
+    fused = [ScoredChunk(law, 0.3), ScoredChunk(codified, 0.2), ScoredChunk(other, 0.1)]
+    kept = _without_added_duplicates(fused, {codified.id}, limit=3)
+    assert [sc.chunk.id for sc in kept] == [law.id, other.id]
+    assert len(_without_added_duplicates(fused, {codified.id}, limit=1)) == 1
+
+
+class _WordEmbedder:
+    """HashingEmbedder plus the word count the ingestion's chunker needs (no model load)."""
+
+    def __init__(self):
+        self._inner = HashingEmbedder(64)
+        self.model_id, self.dim = self._inner.model_id, self._inner.dim
+        self.embed_queries, self.embed_passages = self._inner.embed_queries, self._inner.embed_passages
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def test_ingest_builds_the_graph_and_kg_configs_use_it(tmp_path):
+    from bot.settings import Settings
+    from bot.wiring import Components
+
+    doc = tmp_path / "widgets.md"
+    doc.write_text(
+        "# Widget Rules\n\n## § 1-101 Definitions\n\nThe term “widget audit” means an impartial evaluation "
+        "by an independent reviewer.\n\n## § 1-102 Notice\n\nA seller shall notify each buyer no less than ten "
+        "business days before selling a widget, and the seller must obtain a widget audit first.\n",
+        encoding="utf-8",
+    )
+    components = Components(Settings(data_dir=tmp_path / "data"), overrides={"config": "fixed-k7-kg"})
+    components.__dict__["embedder"] = _WordEmbedder()  # the cached_property, filled without the model
+    assert components.ingest(doc, "widgets").status == "added"
+    stored = components.kg_store.load("widgets")
+    assert stored is not None and "widget audit" in stored.entities
+    assert stored.source_version == components.index.documents("widgets")
+    result = components.pipeline.answer("What is a widget audit?", collection="widgets")
+    assert result.params.kg and any(c.kind == "kg" for c in result.contexts)
