@@ -1,0 +1,55 @@
+"""Readiness of a serving process (/readyz): the index answers for the default collection, the DB answers.
+
+Liveness (/healthz) needs no check: if the event loop answers, the process is alive. Readiness is
+what a load balancer or Kubernetes uses to send traffic only to replicas that can answer questions,
+so each check exercises the real dependency (a read of the index, a `SELECT 1` on the database) and
+turns any failure into False; the endpoint names the failing check.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from storage.index import ChunkIndex
+
+log = logging.getLogger(__name__)
+
+
+class Pingable(Protocol):
+    def ping(self) -> bool: ...
+
+
+def index_ready(index: ChunkIndex, collection: str) -> bool:
+    """The collection is loaded (embedded) / queryable (Weaviate) and holds at least one document."""
+    try:
+        return bool(index.documents(collection))
+    except Exception as exc:  # noqa: BLE001 - readiness answers, it never raises
+        log.warning("readiness: index check for collection %r failed: %s", collection, exc)
+        return False
+
+
+def database_ready(store: Pingable) -> bool:
+    try:
+        return bool(store.ping())
+    except Exception as exc:  # noqa: BLE001
+        log.warning("readiness: database check failed: %s", exc)
+        return False
+
+
+def readiness(components: Any) -> dict[str, bool]:
+    """{"index": ..., "database": ...} for `bot.wiring.Components` (uses .index, .store, .settings)."""
+    checks = {"index": index_ready(components.index, components.settings.collection)}
+    try:
+        store = components.store
+    except Exception as exc:  # noqa: BLE001 - e.g. the database URL is wrong: not ready, say why
+        log.warning("readiness: cannot open the database: %s", exc)
+        checks["database"] = False
+    else:
+        checks["database"] = database_ready(store)
+    return checks
+
+
+def readiness_check(components: Any) -> Callable[[], dict[str, bool]]:
+    """The callable `bot.http_app.build_http_app(readiness=...)` expects."""
+    return lambda: readiness(components)

@@ -1,0 +1,124 @@
+"""Structured logs: one JSON object per line, no secrets, no message text unless HYPA_LOG_MESSAGE_TEXT."""
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from bot.logging_setup import REDACTED, Redactor, configure_logging, secret_values
+from bot.settings import Settings
+
+SLACK_TOKEN = "xoxb-1111-2222-abcdefABCDEF"
+TELEGRAM_TOKEN = "123456789:AAHfake_telegram_token_abcdefghijklmn"
+SIGNING_SECRET = "8f14e45fceea167a5a36dedd4bea2543"
+WEAVIATE_KEY = "wv-Key-0123456789"
+
+
+def _settings(**overrides) -> Settings:
+    values = dict(
+        log_format="json", slack_bot_token=SLACK_TOKEN, telegram_bot_token=TELEGRAM_TOKEN,
+        slack_signing_secret=SIGNING_SECRET, weaviate_api_key=WEAVIATE_KEY,
+        database_url="postgresql://hypa:s3cret-pw@db:5432/hypa",
+    )
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def capture():
+    """Configure logging into a buffer; restore the root logger afterwards."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    stream = io.StringIO()
+
+    def install(settings: Settings) -> io.StringIO:
+        configure_logging(settings, stream)
+        return stream
+
+    yield install
+    for handler in root.handlers[:]:
+        if handler not in saved[0]:
+            root.removeHandler(handler)
+    root.setLevel(saved[1])
+
+
+def _lines(stream: io.StringIO) -> list[dict]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_one_json_object_per_line_with_extra_fields(capture):
+    stream = capture(_settings())
+    log = logging.getLogger("hypa.test")
+    log.info("answered %s in %d ms", "msg-1", 42, extra={"platform": "slack", "latency_ms": 42.5})
+    log.warning("multi\nline message")
+    first, second = _lines(stream)
+    assert first["message"] == "answered msg-1 in 42 ms" and first["level"] == "INFO"
+    assert first["logger"] == "hypa.test" and first["ts"].endswith("Z")
+    assert first["platform"] == "slack" and first["latency_ms"] == 42.5
+    assert second["message"] == "multi\nline message"
+
+
+def test_secrets_are_redacted_everywhere(capture):
+    stream = capture(_settings())
+    log = logging.getLogger("hypa.test")
+    log.info("POST https://api.telegram.org/bot%s/sendMessage", TELEGRAM_TOKEN)
+    log.info("slack token %s, signing %s", SLACK_TOKEN, SIGNING_SECRET, extra={"headers": {"Authorization": f"Bearer {WEAVIATE_KEY}"}})
+    log.info("db at postgresql://hypa:s3cret-pw@db:5432/hypa")
+    try:
+        raise RuntimeError(f"auth failed for {SLACK_TOKEN}")
+    except RuntimeError:
+        log.exception("call failed")
+    output = stream.getvalue()
+    for secret in (TELEGRAM_TOKEN, SLACK_TOKEN, SIGNING_SECRET, WEAVIATE_KEY, "s3cret-pw"):
+        assert secret not in output
+    lines = _lines(stream)
+    assert lines[0]["message"] == f"POST https://api.telegram.org/bot{REDACTED}/sendMessage"
+    assert lines[1]["headers"]["Authorization"] == f"Bearer {REDACTED}"
+    assert "RuntimeError" in lines[3]["exc"] and REDACTED in lines[3]["exc"]
+
+
+def test_unknown_credentials_are_caught_by_shape():
+    redact = Redactor()
+    assert redact("key sk-ant-api03-abcdefghijkl here") == f"key {REDACTED} here"
+    assert redact("xapp-1-A0123-456-abcdef") == REDACTED
+    assert redact("https://user:pw123@host/db") == f"https://{REDACTED}@host/db"
+    assert redact("nothing secret: 12:30, section 5-301") == "nothing secret: 12:30, section 5-301"
+
+
+def test_secret_settings_found_by_name():
+    values = secret_values(_settings(anthropic_api_key="sk-ant-xyz-123456"))
+    assert {SLACK_TOKEN, TELEGRAM_TOKEN, SIGNING_SECRET, WEAVIATE_KEY, "s3cret-pw", "sk-ant-xyz-123456"} <= set(values)
+    assert "ll144" not in values  # ordinary settings are not secrets
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_message_text_only_when_enabled(capture, enabled):
+    stream = capture(_settings(log_message_text=enabled))
+    logging.getLogger("hypa.test").info(
+        "answered", extra={"question": "Do I need a bias audit?", "answer": "Yes [1].", "platform": "telegram"}
+    )
+    (line,) = _lines(stream)
+    assert line["platform"] == "telegram"
+    if enabled:
+        assert line["question"] == "Do I need a bias audit?" and line["answer"] == "Yes [1]."
+    else:
+        assert "question" not in line and "answer" not in line
+        assert "bias audit" not in stream.getvalue()
+
+
+def test_text_format_is_scrubbed_too(capture):
+    stream = capture(_settings(log_format="text"))
+    logging.getLogger("hypa.test").info("token %s", SLACK_TOKEN, extra={"question": "secret question"})
+    output = stream.getvalue()
+    assert SLACK_TOKEN not in output and REDACTED in output and "secret question" not in output
+    assert not output.startswith("{")
+
+
+def test_configure_twice_keeps_one_handler(capture):
+    capture(_settings())
+    stream = capture(_settings())
+    logging.getLogger("hypa.test").info("once")
+    assert len(_lines(stream)) == 1
+    assert sum(1 for h in logging.getLogger().handlers if getattr(h, "_hypa_handler", False)) == 1

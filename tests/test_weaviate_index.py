@@ -1,0 +1,339 @@
+"""The Weaviate backend through the REAL weaviate-client v4 against a fake Weaviate (REST + gRPC) on 127.0.0.1.
+
+No Weaviate server runs here, so these tests check the client boundary: the schema we create, the
+requests the client sends (hybrid alpha / fusion / filters / vector, batch objects, tenants) and how
+replies map back to Chunks. Ranking parity with a real server: tests/test_weaviate_live.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+from weaviate.proto.v1 import base_pb2, base_search_pb2
+
+from bot.settings import Settings
+from bot.wiring import Components
+from core.types import Chunk
+from storage.embedded import EmbeddedIndex, embedded_view
+from storage.embedder import HashingEmbedder
+from storage.index import ChunkIndex
+from storage.weaviate_index import (
+    WeaviateEndpoint,
+    WeaviateImportError,
+    WeaviateIndex,
+    WeaviateUnavailable,
+    build_hybrid_kwargs,
+    chunk_to_properties,
+    connect_weaviate,
+    properties_to_chunk,
+)
+from tests.fakes.weaviate_server import FakeWeaviate
+from tests.helpers import TOY_CHUNKS, make_chunk
+
+EMBEDDER = HashingEmbedder(32)
+
+
+@pytest.fixture
+def fake():
+    with FakeWeaviate() as server:
+        yield server
+
+
+def make_index(fake: FakeWeaviate, **kwargs) -> WeaviateIndex:
+    return WeaviateIndex(lambda: connect_weaviate(fake.url, fake.grpc_port), embedder=EMBEDDER, **kwargs)
+
+
+@pytest.fixture
+def index(fake):
+    idx = make_index(fake)
+    yield idx
+    idx.close()
+
+
+def _vector(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype="<f4")
+
+
+# -- connection -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://localhost:8080", ("localhost", 8080, False)),
+        ("https://cluster.weaviate.cloud", ("cluster.weaviate.cloud", 443, True)),
+        ("weaviate:8080", ("weaviate", 8080, False)),
+    ],
+)
+def test_endpoint_parsed_from_url_and_grpc_port(url, expected):
+    endpoint = WeaviateEndpoint.parse(url, 50052)
+    assert (endpoint.http_host, endpoint.http_port, endpoint.http_secure) == expected
+    assert (endpoint.grpc_host, endpoint.grpc_port, endpoint.grpc_secure) == (expected[0], 50052, expected[2])
+
+
+def test_unset_or_bad_url_is_a_clear_error():
+    with pytest.raises(WeaviateUnavailable, match="WEAVIATE_URL is not set"):
+        WeaviateEndpoint.parse("", 50051)
+    with pytest.raises(WeaviateUnavailable, match="http\\(s\\)://host"):
+        WeaviateEndpoint.parse("ftp://x", 50051)
+
+
+def test_unreachable_server_names_the_address_not_the_key():
+    with pytest.raises(WeaviateUnavailable) as caught:
+        connect_weaviate("http://127.0.0.1:9", 10, "secret-api-key", init_timeout_s=1)
+    assert "127.0.0.1:9" in str(caught.value) and "secret-api-key" not in str(caught.value)
+    with pytest.raises(WeaviateUnavailable, match="Invalid Weaviate address"):
+        connect_weaviate("http://127.0.0.1:9", 9)
+
+
+def test_api_key_sent_as_bearer_header(fake):
+    client = connect_weaviate(fake.url, fake.grpc_port, "wv-key-123")
+    try:
+        client.collections.exists("HypaChunk")
+    finally:
+        client.close()
+    assert any(h.get("authorization") == "Bearer wv-key-123" for _, _, h in fake.rest_requests)
+
+
+# -- schema and import ------------------------------------------------------------------------------
+
+
+def test_schema_self_provided_vectors_bm25_params_and_one_searchable_field(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    schema = fake.state.schemas["HypaChunk"]
+    assert schema["invertedIndexConfig"]["bm25"] == {"k1": 1.2, "b": 0.75}
+    assert schema["invertedIndexConfig"]["stopwords"]["preset"] == "en"
+    assert schema["vectorConfig"]["default"]["vectorizer"] == {"none": {}}
+    assert schema["vectorConfig"]["default"]["vectorIndexConfig"]["distance"] == "cosine"
+    props = {p["name"]: p for p in schema["properties"]}
+    assert [n for n, p in props.items() if p.get("indexSearchable")] == ["search_text"]
+    for name in ("collection", "doc_id", "content_hash"):
+        assert props[name]["tokenization"] == "field" and props[name]["indexFilterable"]
+    assert "HypaChunkDocument" in fake.state.schemas
+
+
+def test_import_sends_the_embedded_vectors_and_metadata(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    stored = {o.properties["chunk_id"]: o for o in fake.objects("HypaChunk")}
+    assert set(stored) == {c.id for c in TOY_CHUNKS}
+    for position, chunk in enumerate(TOY_CHUNKS):
+        obj = stored[chunk.id]
+        assert obj.properties["search_text"] == embedded_view(chunk)
+        assert obj.properties["position"] == position and obj.properties["content_hash"] == "h1"
+        np.testing.assert_allclose(obj.vector, EMBEDDER.embed_passages([embedded_view(chunk)])[0], rtol=1e-6)
+
+
+def test_read_back_chunks_documents_collections(index):
+    other = [make_chunk("Other § 1", "Other text.", collection="toy", doc_id="a-doc")]
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    index.replace_document("toy", "a-doc", "h2", other)
+    index.replace_document("eu", "eu-doc", "h3", [make_chunk("EU 1", "x", collection="eu", doc_id="eu-doc")])
+    assert index.collections() == ["eu", "toy"]
+    assert index.documents("toy") == {"a-doc": "h2", "toy-doc": "h1"}
+    assert index.document_hash("toy", "toy-doc") == "h1"
+    assert index.document_hash("toy", "missing") is None and index.document_hash("nope", "x") is None
+    assert index.chunks("toy") == other + TOY_CHUNKS  # document order: by doc_id, then position
+    assert index.chunks("nope") == [] and index.documents("nope") == {}
+
+
+def test_replace_document_removes_stale_chunks_and_updates_the_hash(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    index.replace_document("toy", "toy-doc", "h2", TOY_CHUNKS[:2])
+    assert index.chunks("toy") == TOY_CHUNKS[:2]
+    assert index.document_hash("toy", "toy-doc") == "h2"
+    assert {o.properties["content_hash"] for o in fake.objects("HypaChunk")} == {"h2"}
+    index.replace_document("toy", "toy-doc", "h3", [])  # a document without chunks stays recorded
+    assert index.chunks("toy") == [] and index.documents("toy") == {"toy-doc": "h3"}
+
+
+def test_rejected_objects_are_listed_and_the_old_hash_kept(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    fake.reject = lambda props: "vector dimension mismatch" if props["chunk_id"] == TOY_CHUNKS[2].id else None
+    with pytest.raises(WeaviateImportError) as caught:
+        index.replace_document("toy", "toy-doc", "h2", TOY_CHUNKS)
+    assert caught.value.failures == [(TOY_CHUNKS[2].id, "vector dimension mismatch")]
+    assert TOY_CHUNKS[2].id in str(caught.value) and "1 chunk(s)" in str(caught.value)
+    assert index.document_hash("toy", "toy-doc") == "h1"  # the next ingest retries
+
+
+def test_large_documents_are_imported_in_batches(fake):
+    idx = make_index(fake, batch_size=2)
+    idx.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    assert [len(b.objects) for b in fake.batches[:2]] == [2, 1]
+    assert idx.chunks("toy") == TOY_CHUNKS
+    idx.close()
+
+
+def test_chunk_belonging_elsewhere_is_refused(index):
+    with pytest.raises(ValueError, match="belongs to toy/toy-doc"):
+        index.replace_document("toy", "other-doc", "h", TOY_CHUNKS)
+
+
+def test_delete_document(index):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    index.delete_document("toy", "toy-doc")
+    index.delete_document("toy", "unknown")  # no-op
+    assert index.chunks("toy") == [] and index.documents("toy") == {}
+
+
+# -- hybrid query -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fusion", "wire"),
+    [("rankedFusion", base_search_pb2.Hybrid.FUSION_TYPE_RANKED),
+     ("relativeScoreFusion", base_search_pb2.Hybrid.FUSION_TYPE_RELATIVE_SCORE)],
+)
+def test_hybrid_request_carries_alpha_fusion_filter_vector_limit(index, fake, fusion, wire):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    vector = EMBEDDER.embed_queries(["civil penalty"])[0]
+    results = index.hybrid_search("civil penalty", collection="toy", limit=2, fusion=fusion, alpha=0.25, vector=vector)
+    request = fake.searches[-1]
+    hybrid = request.hybrid_search
+    assert hybrid.query == "civil penalty" and list(hybrid.properties) == ["search_text"]
+    assert hybrid.alpha == pytest.approx(0.25) and hybrid.fusion_type == wire
+    np.testing.assert_allclose(_vector(hybrid.vector_bytes), vector, rtol=1e-6)
+    assert request.limit == 2 and request.collection == "HypaChunk"
+    assert request.filters.operator == base_pb2.Filters.OPERATOR_EQUAL
+    assert (request.filters.target.property, request.filters.value_text) == ("collection", "toy")
+    assert request.metadata.score
+    # Mapping: the fake ranks by cosine and reports it as the score; we get whole Chunks back in that order.
+    cosine = EMBEDDER.embed_passages([embedded_view(c) for c in TOY_CHUNKS]) @ vector
+    expected = sorted(zip(TOY_CHUNKS, cosine), key=lambda pair: -pair[1])[:2]
+    assert [(r.chunk, r.kind) for r in results] == [(c, "chunk") for c, _ in expected]
+    assert [r.score for r in results] == pytest.approx([float(s) for _, s in expected], rel=1e-5)
+
+
+def test_hybrid_embeds_the_query_when_no_vector_is_given(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    index.hybrid_search("notice by mail", collection="toy", limit=1)
+    np.testing.assert_allclose(_vector(fake.searches[-1].hybrid_search.vector_bytes),
+                               EMBEDDER.embed_queries(["notice by mail"])[0], rtol=1e-6)
+
+
+def test_hybrid_validates_like_the_embedded_index(index):
+    with pytest.raises(ValueError, match="unknown fusion"):
+        index.hybrid_search("x", collection="toy", limit=3, fusion="rrf", vector=[0.0] * 32)
+    with pytest.raises(ValueError, match="alpha"):
+        index.hybrid_search("x", collection="toy", limit=3, alpha=1.5, vector=[0.0] * 32)
+    assert index.hybrid_search("x", collection="never-written", limit=3, vector=[0.0] * 32) == []
+
+
+def test_build_hybrid_kwargs_always_explicit():
+    kwargs = build_hybrid_kwargs("q", np.ones(3), collection="c", limit=5, fusion="rankedFusion", alpha=0.5)
+    assert kwargs["alpha"] == 0.5 and kwargs["fusion_type"].name == "RANKED"
+    assert kwargs["query_properties"] == ["search_text"] and kwargs["limit"] == 5
+    assert kwargs["return_metadata"].score is True
+
+
+def test_properties_round_trip():
+    chunk = TOY_CHUNKS[1]
+    assert properties_to_chunk(chunk_to_properties(chunk, "h", 0)) == chunk
+    sparse = {"chunk_id": "c", "collection": "x", "doc_id": "d"}  # Weaviate omits unset properties
+    assert properties_to_chunk(sparse) == Chunk("c", "x", "d", "", "", "", "", 0, 0, 0, 0)
+
+
+# -- multi-tenancy ----------------------------------------------------------------------------------
+
+
+def test_multi_tenancy_one_tenant_per_collection(fake):
+    idx = make_index(fake, multi_tenancy=True)
+    idx.replace_document("ws-T1", "doc", "h1", [make_chunk("A 1", "alpha text", collection="ws-T1", doc_id="doc")])
+    idx.replace_document("ws-T2", "doc", "h2", [make_chunk("B 1", "beta text", collection="ws-T2", doc_id="doc")])
+    assert fake.state.schemas["HypaChunk"]["multiTenancyConfig"]["autoTenantCreation"] is True
+    assert {o.tenant for b in fake.batches for o in b.objects} == {"ws-T1", "ws-T2"}
+    assert idx.collections() == ["ws-T1", "ws-T2"]
+    results = idx.hybrid_search("alpha", collection="ws-T1", limit=5)
+    assert fake.searches[-1].tenant == "ws-T1" and [r.chunk.label for r in results] == ["A 1"]
+    assert idx.documents("ws-T2") == {"doc": "h2"}
+    with pytest.raises(ValueError, match="cannot be a Weaviate tenant"):
+        idx.replace_document("bad.name", "doc", "h", [])
+    idx.close()
+
+
+# -- backend switch and migration -------------------------------------------------------------------
+
+
+def test_hypa_index_weaviate_switches_the_backend(fake, tmp_path):
+    settings = Settings(data_dir=tmp_path, index_backend="weaviate", weaviate_url=fake.url,
+                        weaviate_grpc_port=fake.grpc_port)
+    components = Components(settings)
+    assert isinstance(components.index, WeaviateIndex) and isinstance(components.index, ChunkIndex)
+    assert components.index.collections() == []
+    components.index.close()
+    assert isinstance(Components(Settings(data_dir=tmp_path)).index, EmbeddedIndex)
+
+
+def _embedded_source(root) -> EmbeddedIndex:
+    source = EmbeddedIndex(root, embedder=EMBEDDER)
+    source.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    source.replace_document("eu", "eu-doc", "h9", [make_chunk("EU 1", "eu text", collection="eu", doc_id="eu-doc")])
+    return source
+
+
+def test_migrate_copies_chunks_and_stored_vectors(fake, tmp_path, monkeypatch):
+    from bot.cli import app
+
+    source = _embedded_source(tmp_path / "index")
+    env = {"HYPA_DATA_DIR": str(tmp_path), "WEAVIATE_URL": fake.url, "WEAVIATE_GRPC_PORT": str(fake.grpc_port)}
+    result = CliRunner().invoke(app, ["index", "migrate", "--to", "weaviate", "--collection", "toy"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "3 chunks copied" in result.output
+    stored = {o.properties["chunk_id"]: o.vector for o in fake.objects("HypaChunk")}
+    for chunk, vector in zip(source.chunks("toy"), source.vectors("toy")):
+        np.testing.assert_allclose(stored[chunk.id], vector, rtol=1e-6)
+    target = make_index(fake)
+    assert target.chunks("toy") == source.chunks("toy") and target.collections() == ["toy"]
+    again = CliRunner().invoke(app, ["index", "migrate", "--to", "weaviate"], env=env)  # all, resumable
+    assert again.exit_code == 0, again.output
+    assert "1 already up to date" in again.output and target.collections() == ["eu", "toy"]
+    target.close()
+
+
+def test_migrate_errors_are_clear(tmp_path):
+    from bot.cli import app
+
+    _embedded_source(tmp_path / "index")
+    base = {"HYPA_DATA_DIR": str(tmp_path)}
+    unset = CliRunner().invoke(app, ["index", "migrate", "--to", "weaviate"], env={**base, "WEAVIATE_URL": ""})
+    assert unset.exit_code == 1 and "WEAVIATE_URL is not set" in unset.output
+    down = CliRunner().invoke(app, ["index", "migrate", "--to", "weaviate"],
+                              env={**base, "WEAVIATE_URL": "http://127.0.0.1:9", "WEAVIATE_GRPC_PORT": "10"})
+    assert down.exit_code == 1 and "Cannot reach Weaviate at http://127.0.0.1:9" in down.output
+    assert "Traceback" not in down.output
+    wrong = CliRunner().invoke(app, ["index", "migrate", "--to", "qdrant"], env=base)
+    assert wrong.exit_code == 1 and "--to must be weaviate" in wrong.output
+    missing = CliRunner().invoke(app, ["index", "migrate", "--to", "weaviate", "-c", "nope"], env=base)
+    assert missing.exit_code == 1 and "not in the embedded index" in missing.output
+
+
+def test_schema_existence_is_checked_once_not_per_query(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    before = len(fake.rest_requests)
+    for _ in range(3):
+        index.hybrid_search("notice", collection="toy", limit=2, vector=[0.0] * 32)
+        index.documents("toy")
+    assert len(fake.rest_requests) == before  # queries and reads go over gRPC only
+
+
+def test_cli_reports_an_unreachable_weaviate_without_a_traceback(tmp_path):
+    from bot.cli import app
+
+    env = {"HYPA_DATA_DIR": str(tmp_path), "HYPA_INDEX": "weaviate", "WEAVIATE_URL": "http://127.0.0.1:9",
+           "WEAVIATE_GRPC_PORT": "10"}
+    for args in (["index", "list"], ["ask", "Who must be notified?", "--collection", "ll144"]):
+        result = CliRunner().invoke(app, args, env=env)
+        assert result.exit_code == 1, result.output
+        assert "Cannot reach Weaviate at http://127.0.0.1:9" in result.output and "Traceback" not in result.output
+
+
+def test_chunks_are_the_committed_version_after_a_failed_import(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS[:2])
+    fake.reject = lambda props: "disk full" if props["chunk_id"] == TOY_CHUNKS[1].id else None
+    with pytest.raises(WeaviateImportError):
+        index.replace_document("toy", "toy-doc", "h2", TOY_CHUNKS)  # chunk 0 and 2 written with h2
+    assert index.document_hash("toy", "toy-doc") == "h1"
+    assert index.chunks("toy") == [TOY_CHUNKS[1]]  # chunk 0 now carries h2: not part of version h1
+    fake.reject = None
+    index.replace_document("toy", "toy-doc", "h2", TOY_CHUNKS)  # the retry repairs the document
+    assert index.chunks("toy") == TOY_CHUNKS
