@@ -159,12 +159,55 @@ def _build_corpus_index(components, name: str) -> None:
 def index_list() -> None:
     """Show the collections in the index and their sizes."""
     settings = _settings()
-    index = _components(settings).index
+    components = _components(settings)
+    names = _index_collections(components)
+    index = components.index
     table = Table("collection", "chunks", "documents")
-    for name in index.collections():
+    for name in names:
         chunks = index.chunks(name)
         table.add_row(name, str(len(chunks)), str(len({c.doc_id for c in chunks})))
     out.print(table)
+
+
+@index_app.command("migrate")
+def index_migrate(
+    to: str = typer.Option(..., "--to", help="Target backend: weaviate (WEAVIATE_URL, WEAVIATE_GRPC_PORT, WEAVIATE_API_KEY)."),
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Copy only this collection (default: all)."),
+) -> None:
+    """Copy the embedded index (chunks and their vectors, no re-embedding) into Weaviate; resumable."""
+    from weaviate.exceptions import WeaviateBaseError
+
+    from storage.embedded import EmbeddedIndex
+    from storage.weaviate_index import WeaviateImportError, WeaviateIndex, WeaviateUnavailable, copy_collection
+
+    if to != "weaviate":
+        _fail(f"--to must be weaviate (the only other backend), got {to!r}")
+    settings = _settings()
+    source = EmbeddedIndex(settings.index_dir, candidates=settings.candidates)
+    known = source.collections()
+    if collection is not None and collection not in known:
+        _fail(f"collection '{collection}' is not in the embedded index at {settings.index_dir} ({', '.join(known) or 'empty'})")
+    names = [collection] if collection else known
+    if not names:
+        _fail(f"the embedded index at {settings.index_dir} is empty: nothing to migrate")
+    try:
+        target = WeaviateIndex.from_settings(settings, embedder=_components(settings).embedder)
+        target.ensure_schema()  # connects: an unreachable server fails here, before any work
+    except WeaviateUnavailable as exc:
+        _fail(str(exc))
+    try:
+        with _progress() as progress:
+            for name in names:
+                task = progress.add_task(f"copying '{name}'", total=len(source.chunks(name)))
+                outcome = copy_collection(source, target, name, on_chunks=lambda n, t=task: progress.advance(t, n))
+                err.print(
+                    f"[green]ok[/] {name}: {outcome.documents_copied} document(s), {outcome.chunks_copied} chunks "
+                    f"copied; {outcome.documents_unchanged} already up to date"
+                )
+    except (WeaviateImportError, WeaviateUnavailable, WeaviateBaseError) as exc:
+        _fail(f"migration stopped (run the command again to resume): {exc}")
+    finally:
+        target.close()
 
 
 # --- questions ----------------------------------------------------------------------------------
@@ -172,8 +215,8 @@ def index_list() -> None:
 
 CONFIG_HELP = (
     "Retrieval parameters: default (HYPA_TOP_K, no rewrites), fixed-k3, fixed-k5, fixed-k7, fixed-k10, "
-    "pa-2class, pa-3class (parameter-adaptive: a complexity classifier picks top-k and rewrites) "
-    "[default: HYPA_RETRIEVAL_CONFIG]."
+    "pa-2class, pa-3class (parameter-adaptive: a complexity classifier picks top-k and rewrites), "
+    "hypa-2class, hypa-3class, fixed-k7-kg (the same plus the knowledge graph) [default: HYPA_RETRIEVAL_CONFIG]."
 )
 
 
@@ -201,8 +244,18 @@ def _print_result(result, as_json: bool) -> None:
     render_result(out, result)
 
 
+def _index_collections(components) -> list[str]:
+    """The index's collections, or a one-line error when the index backend cannot be reached."""
+    from storage.weaviate_index import WeaviateUnavailable  # no weaviate import: cheap
+
+    try:
+        return components.index.collections()
+    except WeaviateUnavailable as exc:
+        _fail(f"{exc} (HYPA_INDEX=weaviate)")
+
+
 def _check_collection(components, collection: str) -> None:
-    known = components.index.collections()
+    known = _index_collections(components)
     if collection not in known:
         hint = f"run `hypa index build {collection}`" if collection in ("ll144", "eu-ai-act") else (
             f"run `hypa ingest FILES --collection {collection}`"

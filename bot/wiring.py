@@ -5,6 +5,7 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.settings import Settings
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
@@ -20,6 +21,11 @@ from storage.embedded import EmbeddedIndex
 from storage.embedder import Embedder
 from storage.index import ChunkIndex
 from storage.sentence_vectors import SentenceVectorStore
+
+if TYPE_CHECKING:
+    from bot.metrics import Metrics
+    from core.conversation_service import StoredConversationService
+    from storage.sql import ConversationStore
 
 
 class TermStatsCache:
@@ -57,7 +63,12 @@ class Components:
         return Embedder.from_settings(self.settings)
 
     @cached_property
-    def index(self) -> EmbeddedIndex:
+    def index(self) -> ChunkIndex:
+        """HYPA_INDEX=embedded (files under the data directory) or weaviate (WEAVIATE_URL)."""
+        if self.settings.index_backend == "weaviate":
+            from storage.weaviate_index import WeaviateIndex  # weaviate-client only when chosen
+
+            return WeaviateIndex.from_settings(self.settings, embedder=self.embedder)
         return EmbeddedIndex(
             self.settings.index_dir, embedder=self.embedder, candidates=self.settings.candidates
         )
@@ -71,9 +82,10 @@ class Components:
         return TermStatsCache(self.index)
 
     def ingest(self, path: Path, collection: str) -> IngestOutcome:
-        """Chunk one file into the index and embed the sentences answers may quote from it."""
+        """Chunk one file into the index, embed the sentences answers may quote from it, and update
+        the collection's knowledge graph."""
         s = self.settings
-        return ingest_file(
+        outcome = ingest_file(
             path,
             collection=collection,
             index=self.index,
@@ -81,6 +93,53 @@ class Components:
             chunk_overlap=s.chunk_overlap,
             count_tokens=self.embedder.count_tokens,
             after_replace=lambda chunks: self.sentence_vectors.add(candidate_sentences(chunks)),
+        )
+        if outcome.status != "failed":
+            self.update_knowledge_graph(collection)
+        return outcome
+
+    # --- knowledge graph (docs/KG.md) -------------------------------------------------------------
+
+    def triplet_extractor(self):  # -> core.kg.build.TripletExtractor
+        """HYPA_KG_EXTRACTOR: offline patterns, or offline + Claude (cached per chunk) with a key."""
+        from core.kg.offline import OfflineExtractor
+
+        if self.settings.kg_extractor == "llm" and self.settings.anthropic_api_key:
+            from core.kg.llm import llm_extractor_from_settings
+
+            return llm_extractor_from_settings(self.settings, OfflineExtractor())
+        return OfflineExtractor()
+
+    @cached_property
+    def kg_store(self):  # -> storage.kg_store.KGStore
+        from storage.kg_store import KGStore
+
+        return KGStore(self.settings.kg_dir)
+
+    def update_knowledge_graph(self, collection: str) -> None:
+        """Re-extract the collection's triplets unless the stored graph already matches the index."""
+        if self.settings.kg_extractor == "none":
+            return
+        from core.kg.build import build_collection
+
+        stored = self.kg_store.load(collection)
+        if stored is None or stored.source_version != self.index.documents(collection):
+            build_collection(self.index, self.kg_store, collection, self.triplet_extractor())
+
+    @cached_property
+    def knowledge_graph(self):  # -> core.kg.build.KnowledgeGraphs | None
+        """collection -> KGRetriever, loaded lazily and cached per index version (None: HYPA_KG_EXTRACTOR=none)."""
+        if self.settings.kg_extractor == "none":
+            return None
+        from core.kg.build import KnowledgeGraphs
+        from core.kg.retriever import KGSettings
+
+        return KnowledgeGraphs(
+            self.index,
+            self.kg_store,
+            self.triplet_extractor,
+            embed=self.embedder.embed_queries,
+            settings=KGSettings(max_facts=self.settings.kg_max_facts),
         )
 
     def retrieval_params(self) -> RetrievalParams:
@@ -145,4 +204,28 @@ class Components:
             rewriter=self.rewriter(),
             reranker=reranker_from_settings(s),
             rerank_candidates=s.reranker_candidates,
+            knowledge_graph=self.knowledge_graph,
+        )
+
+    # --- conversations (chat adapters, `hypa feedback`) -----------------------------------------
+
+    @cached_property
+    def store(self) -> ConversationStore:
+        """The SQL store for threads, answers and feedback (HYPA_DATABASE_URL; migrated on open)."""
+        from storage.sql import ConversationStore  # SQLAlchemy + Alembic load only when needed
+
+        return ConversationStore(self.settings.sql_url)
+
+    def conversation(self, metrics: Metrics | None = None) -> StoredConversationService:
+        """The ConversationService the Slack and Telegram adapters call (one per process)."""
+        from core.conversation_service import StoredConversationService
+
+        s = self.settings
+        return StoredConversationService(
+            self.pipeline,
+            self.store,
+            history_turns=s.thread_history_turns,
+            metrics=metrics,
+            collection=s.collection,
+            log_message_text=s.log_message_text,
         )
