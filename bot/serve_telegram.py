@@ -115,8 +115,11 @@ def serve(settings: Settings) -> None:
     missing = missing_settings(settings)
     if missing:
         raise ServeError("hypa serve telegram needs:\n  " + "\n  ".join(missing))
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # its INFO lines carry request URLs: the bot token
+    from bot.health import readiness_check
+    from bot.logging_setup import configure_logging
+
+    # JSON or text per HYPA_LOG_FORMAT, secrets scrubbed; quiets httpx, whose INFO lines carry the token.
+    configure_logging(settings)
     config = telegram_config(settings)
     username = check_token(config)
     components = Components(settings)
@@ -130,7 +133,10 @@ def serve(settings: Settings) -> None:
     # Load the models before the first user waits for them.
     components.embedder.embed_queries(["warm up"])
     components.term_stats(settings.collection)
-    server = build_telegram_server(config, service, metrics=metrics, readiness=lambda: {"database": service.ready()})
+    server = build_telegram_server(config, service, metrics=metrics, readiness=readiness_check(components))
     mode = f"webhook {config.webhook_url} -> {config.webhook_path}" if config.webhook_mode else "polling"
     log.info("telegram bot @%s starting (%s); http on %s:%s", username, mode, settings.http_host, settings.http_port)
-    uvicorn.run(server.http_app, host=settings.http_host, port=settings.http_port, log_level=settings.log_level.lower())
+    uvicorn.run(
+        server.http_app, host=settings.http_host, port=settings.http_port,
+        log_level=settings.log_level.lower(), log_config=None,  # keep configure_logging's handler
+    )
