@@ -1,9 +1,48 @@
 """`hypa serve slack|telegram`: run a chat bot (plus /healthz, /readyz, /metrics on HYPA_HTTP_PORT)."""
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import typer
 
+if TYPE_CHECKING:
+    from bot.settings import Settings
+
 serve_app = typer.Typer(help="Run the bot on a chat platform.", no_args_is_help=True)
+
+
+@contextlib.contextmanager
+def _database_errors_reported(settings: Settings) -> Iterator[None]:
+    """A database that cannot be opened at start-up (bad HYPA_DATABASE_URL, no driver, server down)
+    is an operator error: say so in one line, password hidden, instead of a SQLAlchemy traceback."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    from bot.cli_common import fail
+
+    try:
+        yield
+    except (SQLAlchemyError, ModuleNotFoundError) as exc:
+        if isinstance(exc, ModuleNotFoundError) and not _raised_by_sqlalchemy(exc):
+            raise  # a missing module unrelated to the database driver is a bug: keep its traceback
+        try:
+            shown = make_url(settings.sql_url).render_as_string(hide_password=True)
+        except ArgumentError:
+            shown = "(not a SQLAlchemy URL)"
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        fail(f"cannot open the database {shown} (HYPA_DATABASE_URL): {first_line}")
+
+
+def _raised_by_sqlalchemy(exc: BaseException) -> bool:
+    """Whether SQLAlchemy raised it (e.g. importing the driver a postgresql:// URL names)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if "/sqlalchemy/" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 @serve_app.command("telegram")
@@ -12,8 +51,10 @@ def serve_telegram() -> None:
     from bot.cli_common import fail, load_settings
     from bot.serve_telegram import ServeError, serve
 
+    settings = load_settings()
     try:
-        serve(load_settings())
+        with _database_errors_reported(settings):
+            serve(settings)
     except ServeError as exc:
         fail(str(exc))
 
@@ -27,7 +68,9 @@ def serve_slack() -> None:
     from bot.cli_common import fail, load_settings
     from bot.serve_slack import SlackSetupError, run
 
+    settings = load_settings()
     try:
-        run(load_settings())
+        with _database_errors_reported(settings):
+            run(settings)
     except SlackSetupError as exc:
         fail(str(exc))

@@ -5,6 +5,8 @@ the operational ones. Starlette + uvicorn: small, async, and what slack-bolt and
 """
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Callable, Sequence
 
 from starlette.applications import Starlette
@@ -13,6 +15,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bot.metrics import Metrics
+
+log = logging.getLogger(__name__)
 
 ReadinessCheck = Callable[[], dict[str, bool]]  # {"index": True, "database": False, ...}
 
@@ -28,7 +32,13 @@ def build_http_app(
         return JSONResponse({"status": "ok"})
 
     async def readyz(_: Request) -> Response:
-        checks = readiness()
+        # The checks do blocking I/O (an index read, `SELECT 1`): off the event loop that must keep
+        # acknowledging Slack within 3 s. A check that raises means "not ready", never a 500.
+        try:
+            checks = await asyncio.to_thread(readiness)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("readiness check failed: %s", exc)
+            checks = {"readiness": False}
         ready = all(checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 

@@ -325,6 +325,38 @@ def test_an_internal_failure_is_told_to_the_user(bot, fake, monkeypatch):
     assert metric(bot, errors) - errors_before == 1
 
 
+def test_a_failing_delivery_claim_still_answers_once(bot, fake, monkeypatch):
+    """The claims are a database write before the answer: if it fails, the user still gets the answer
+    (the service itself refuses to answer one message twice), never silence."""
+
+    def broken(platform, delivery_id):
+        raise RuntimeError("database is locked")
+
+    errors = 'hypa_errors_total{component="slack_claim"}'
+    errors_before = metric(bot, errors)
+    monkeypatch.setattr(bot.server.bot.service, "claim_delivery", broken)
+    event, message = ask(bot, fake)
+    assert "$500" in block_texts(message.blocks)
+    bot.slack.send(envelope(mention_event(QUESTION, ts=event["ts"])), retry_num=1)  # same message again
+    fake.wait_quiet(0.3)
+    assert len(fake.thread(event["channel"], event["ts"])) == 1  # the duplicate's placeholder was removed
+    assert len(fake.calls_to("chat.update")) == 1
+    assert metric(bot, errors) - errors_before == 4  # event id + message key, for each delivery
+
+
+def test_a_failing_thread_lookup_leaves_the_reply_alone_and_is_counted(bot, fake, monkeypatch):
+    def broken(*args):
+        raise RuntimeError("database is locked")
+
+    errors = 'hypa_errors_total{component="slack_thread"}'
+    errors_before = metric(bot, errors)
+    monkeypatch.setattr(bot.server.bot.service, "is_bot_thread", broken)
+    bot.slack.send(envelope(message_event("and then?", thread_ts=new_ts())))
+    fake.wait_for(lambda: metric(bot, errors) - errors_before == 1, what="the counted error")
+    fake.wait_quiet(0.25)
+    assert fake.calls_to("chat.postMessage") == []
+
+
 def test_when_the_placeholder_cannot_be_updated_the_answer_is_posted_instead(bot, fake):
     fake.fail_next("chat.update", error="cant_update_message")
     event = mention_event(QUESTION)

@@ -166,7 +166,17 @@ def test_answer_has_escaped_text_numbered_sources_with_quotes_and_feedback_butto
     actions = next(b for b in message.blocks if b["type"] == "actions")
     assert [(e["action_id"], e["value"]) for e in actions["elements"]] == [
         (ACTION_UPVOTE, "ans123"), (ACTION_DOWNVOTE, "ans123")]
-    assert message.text.startswith("Yes <@U1> & **notify**")  # fallback: plain text, never shown as markup
+    # The fallback `text` is mrkdwn too (notifications; the message itself if Slack rejects the blocks):
+    # an answer quoting "<!channel>" or "<https://x|y>" must not become a ping or a link.
+    assert message.text.startswith("Yes &lt;@U1&gt; &amp; **notify**")
+
+
+def test_fallback_text_is_escaped_and_a_cut_never_splits_an_entity():
+    message = render_reply(_reply("Ping <!channel> & see <https://evil.example|the rules>."))
+    assert "<" not in message.text and ">" not in message.text
+    assert message.text == "Ping &lt;!channel&gt; &amp; see &lt;https://evil.example|the rules&gt;."
+    cut = render_reply(_reply("x" * (FALLBACK_CHARS - 3) + "<<<<")).text
+    assert len(cut) <= FALLBACK_CHARS and cut.endswith("x…")  # "&lt;" was not left half-cut
 
 
 def test_refusal_says_so_plainly():

@@ -276,3 +276,39 @@ def test_a_rejected_app_token_stops_socket_mode_with_a_clear_error(tmp_path: Pat
     with pytest.raises(SlackSetupError, match="rejected SLACK_APP_TOKEN.*invalid_auth.*connections:write"):
         asyncio.run(open_socket_mode(server.bot, APP_TOKEN))
     server.components.store.close()
+
+
+def test_cli_reports_a_database_that_cannot_be_opened_without_a_traceback(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("bot.logging_setup.configure_logging", lambda settings: None)
+    env = {"SLACK_BOT_TOKEN": "xoxb-1-2-3", "SLACK_SIGNING_SECRET": "s3cret", "SLACK_APP_TOKEN": "",
+           "HYPA_DATA_DIR": str(tmp_path), "HYPA_DATABASE_URL": "nosuchdb://admin:hunter2@db.internal/hypa"}
+    result = CliRunner().invoke(cli, ["serve", "slack"], env=env)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "cannot open the database nosuchdb://admin:***@db.internal/hypa" in " ".join(result.output.split())
+    assert "hunter2" not in result.output and "Traceback" not in result.output
+
+
+def test_shutdown_disconnects_socket_mode_before_draining_answers_in_flight(tmp_path: Path, fake: FakeSlack):
+    """Events acknowledged after the drain would never be answered: Socket Mode stops taking them first."""
+    settings = toy_settings(tmp_path, fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
+    server = build_slack_server(settings, toy_components(settings))
+    bot = server.bot
+    seen: dict[str, bool] = {}
+
+    async def scenario() -> None:
+        async with bot.lifespan():
+            handler = bot.socket_mode_handler(APP_TOKEN)
+            release = asyncio.Event()
+
+            async def answer_in_flight() -> None:
+                await release.wait()
+                seen["disconnected_while_draining"] = handler.client.closed
+
+            bot.tasks.spawn(answer_in_flight())
+            asyncio.get_running_loop().call_later(0.05, release.set)
+        assert bot.tasks.pending == 0
+
+    asyncio.run(scenario())
+    assert seen == {"disconnected_while_draining": True}
+    server.components.store.close()

@@ -269,6 +269,38 @@ def test_exception_in_a_handler_tells_the_user_and_is_logged(tmp_path, fake, cap
         assert 'hypa_errors_total{component="telegram"} 1.0' in client.get("/metrics").text
 
 
+class FailingStoreWrites:
+    """The real service, except that claiming deliveries and linking messages raise (a locked database)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def claim_delivery(self, platform, delivery_id):
+        raise RuntimeError("database is locked")
+
+    def link_platform_message(self, *args):
+        raise RuntimeError("database is locked")
+
+
+def test_failing_bookkeeping_writes_still_give_exactly_one_answer(tmp_path, fake):
+    """Neither a failed delivery claim nor a failed message link may cost the user the answer, or add an
+    apology next to it."""
+    bot = BotProcess(tmp_path, fake, service_wrapper=FailingStoreWrites)
+    with bot.running() as client:
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is the civil penalty for a first violation?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        assert "$500" in answer["text"] and answer["reply_markup"]
+        eventually(lambda: fake.pending_updates() == 0, what="the update confirmed")
+        time.sleep(0.2)
+        assert [m["text"] for m in fake.bot_messages(CHAT["id"])] == [answer["text"]]  # no apology as well
+        metrics = client.get("/metrics").text
+        assert 'hypa_errors_total{component="telegram_claim"} 1.0' in metrics
+        assert 'hypa_errors_total{component="telegram_link"} 1.0' in metrics
+
+
 def test_handling_does_not_block_other_chats(tmp_path, fake):
     """A slow answer (CPU-bound, in a worker thread) does not hold up another chat's answer."""
     stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
@@ -406,6 +438,9 @@ def test_webhook_mode_registers_the_webhook_and_checks_the_secret(tmp_path, fake
         assert fake.calls_of("sendMessage") == []  # rejected requests were never processed
         good = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
         assert client.post(path, content=b"{not json", headers=good).status_code == 400
+        for shape in ({"update_id": 5, "message": "text"}, {"update_id": 6, "message": {"message_id": 1}},
+                      {"update_id": 7, "callback_query": [1]}, [update]):
+            assert client.post(path, json=shape, headers=good).status_code == 400, shape  # not a 500
         assert client.post(path, json=update, headers=good).status_code == 200
         assert "$500" in answers_in(fake, CHAT["id"])[0]["text"]
         assert client.post(path, json=update, headers=good).status_code == 200  # Telegram redelivering

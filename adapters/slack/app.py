@@ -110,6 +110,7 @@ class SlackBot:
         self.metrics = metrics
         self.tasks = BackgroundTasks()
         self._answer_slots: asyncio.Semaphore | None = None  # created on the serving event loop
+        self._socket_handlers: list[AsyncSocketModeHandler] = []
         self.app = AsyncApp(
             token=config.bot_token,
             signing_secret=config.signing_secret,
@@ -144,20 +145,27 @@ class SlackBot:
         """A Socket Mode connection (SLACK_APP_TOKEN, xapp-…) dispatching to the same AsyncApp."""
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-        return AsyncSocketModeHandler(self.app, app_token, web_client=self.client)
+        handler = AsyncSocketModeHandler(self.app, app_token, web_client=self.client)
+        self._socket_handlers.append(handler)  # disconnected first on shutdown (see lifespan)
+        return handler
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _app: Any = None):
         """Starlette lifespan: one pooled HTTP session for Web API calls while serving; on shutdown,
-        let answers in flight finish (up to drain_timeout_s), then close the session."""
+        stop taking Socket Mode events (unacknowledged ones go to another connection), let answers in
+        flight finish (up to drain_timeout_s), then close the session."""
         self.client.session = aiohttp.ClientSession()  # else slack_sdk opens one per API call
         try:
             yield
+            for handler in self._socket_handlers:  # else events keep arriving while we drain, and any
+                await handler.close_async()  # acknowledged after the drain would never be answered
             if not await self.tasks.drain(self.config.drain_timeout_s):
                 log.warning("shutting down with %d Slack answers still in flight", self.tasks.pending)
         finally:
-            await self.client.session.close()
-            self.client.session = None
+            # Detached before closing: answers still running after a drain timeout then open their own
+            # sessions instead of failing on a closed one.
+            session, self.client.session = self.client.session, None
+            await session.close()
 
     # -- listeners (run after the ack; they only decide and start background work) --------------
 
@@ -189,12 +197,10 @@ class SlackBot:
 
     async def _answer_event(self, body: dict, event: dict, bot: BotIdentity, *, check_thread: bool) -> None:
         team = body.get("team_id") or event.get("team") or ""
-        if check_thread and not await self._call(
-            self.service.is_bot_thread, PLATFORM, team, event["channel"], event["thread_ts"]
-        ):
+        if check_thread and not await self._is_bot_thread(team, event["channel"], event["thread_ts"]):
             return
         # Retries of one delivery share its event_id; the app_mention and message events of one
-        # message share the message key. Either claim failing means someone already answered.
+        # message share the message key. Either one already taken means someone already answered.
         if not await self._claim(body.get("event_id")):
             return
         if not await self._claim(message_key(team, event)):
@@ -267,14 +273,17 @@ class SlackBot:
         if not await self._claim(body.get("event_id")):
             return
         item = event["item"]
-        answer_id = await self._call(self.service.answer_for_platform_message, PLATFORM, item["channel"], item["ts"])
-        if answer_id is None:
-            return  # a reaction on some other message
-        feedback = FeedbackEvent(answer_id, PLATFORM, event["user"], rating, source="reaction", withdraws=withdraws)
+        answer_id = None
         try:
+            answer_id = await self._call(
+                self.service.answer_for_platform_message, PLATFORM, item.get("channel", ""), item.get("ts", "")
+            )
+            if answer_id is None:
+                return  # a reaction on some other message
+            feedback = FeedbackEvent(answer_id, PLATFORM, event["user"], rating, source="reaction", withdraws=withdraws)
             await self._call(self.service.record_feedback, feedback)
         except UnknownAnswer:
-            log.info("reaction on slack message %s: answer %s is gone", item["ts"], answer_id)
+            log.info("reaction on slack message %s: answer %s is gone", item.get("ts"), answer_id)
         except Exception:  # a lost rating is logged and counted, never a crash
             log.exception("recording a slack reaction failed")
             self._count_error("slack_feedback")
@@ -309,10 +318,28 @@ class SlackBot:
         """Run a blocking service call in a worker thread, keeping the event loop free for acks."""
         return await asyncio.to_thread(fn, *args)
 
+    async def _is_bot_thread(self, team: str, channel: str, thread: str) -> bool:
+        """Whether a mention-less thread reply is ours to answer. If the store cannot say, the reply is
+        left alone: answering (or apologising) in a stranger's thread would be worse."""
+        try:
+            return await self._call(self.service.is_bot_thread, PLATFORM, team, channel, thread)
+        except Exception:
+            log.exception("checking whether slack thread %s/%s is the bot's failed", channel, thread)
+            self._count_error("slack_thread")
+            return False
+
     async def _claim(self, delivery_id: str | None) -> bool:
+        """True unless the delivery was already claimed. Fails open: if the claim cannot be stored, the
+        event is handled anyway (the service still drops a message it has answered before), so a
+        database hiccup never turns into a silent non-answer."""
         if not delivery_id:
             return True
-        first = await self._call(self.service.claim_delivery, PLATFORM, delivery_id)
+        try:
+            first = await self._call(self.service.claim_delivery, PLATFORM, delivery_id)
+        except Exception:
+            log.exception("claiming slack delivery %s failed; handling it anyway", delivery_id)
+            self._count_error("slack_claim")
+            return True
         if not first:
             log.info("slack delivery %s already handled; dropped", delivery_id)
             if self.metrics is not None:

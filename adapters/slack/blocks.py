@@ -5,6 +5,7 @@ Slack's limits shape this module: a section's text is at most 3,000 characters, 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from adapters.slack.text import answer_mrkdwn, escape_mrkdwn, split_text
@@ -46,8 +47,12 @@ def _context(mrkdwn: str) -> dict:
 
 
 def _fallback(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= FALLBACK_CHARS else text[: FALLBACK_CHARS - 1] + "…"
+    """The top-level `text`: Slack reads it as mrkdwn (notifications, and the message itself when the
+    blocks are rejected), so `& < >` are escaped like the blocks' text; a cut never splits an entity."""
+    text = escape_mrkdwn(" ".join(text.split()))
+    if len(text) <= FALLBACK_CHARS:
+        return text
+    return re.sub(r"&[a-z]*$", "", text[: FALLBACK_CHARS - 1]) + "…"
 
 
 def _shorten(text: str, limit: int) -> str:

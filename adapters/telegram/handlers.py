@@ -89,7 +89,16 @@ class TelegramHandlers:
     # -- every update ------------------------------------------------------------------------------
 
     async def claim_delivery(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        first = await asyncio.to_thread(self.service.claim_delivery, PLATFORM, str(update.update_id))
+        """Drop an update seen before. Fails open: if the claim cannot be stored, the update is handled
+        anyway (the service still refuses to answer one message twice). Raising here would send the
+        user an apology from the error handler while PTB goes on to answer the update regardless."""
+        try:
+            first = await asyncio.to_thread(self.service.claim_delivery, PLATFORM, str(update.update_id))
+        except Exception:
+            log.exception("claiming telegram update %s failed; handling it anyway", update.update_id)
+            if self.metrics:
+                self.metrics.count_error("telegram_claim")
+            return
         if not first:
             log.info("telegram update %s delivered again; ignored", update.update_id)
             if self.metrics:
@@ -129,7 +138,10 @@ class TelegramHandlers:
             sent_at=message.date,
         )
         if private:  # in groups every request counts against ~20 messages/minute: the placeholder is enough
-            await context.bot.send_chat_action(chat.id, ChatAction.TYPING)
+            try:
+                await context.bot.send_chat_action(chat.id, ChatAction.TYPING)
+            except TelegramError:  # only a hint that we are working: never worth losing the answer
+                log.warning("sendChatAction failed in chat %s", chat.id, exc_info=True)
         placeholder = await message.reply_text(PLACEHOLDER, do_quote=True)
         try:
             reply = await asyncio.to_thread(self.service.handle, incoming)
@@ -172,10 +184,16 @@ class TelegramHandlers:
                 await self._link(reply, sent)
 
     async def _link(self, reply: Reply, shown: Message) -> None:
-        if reply.answer_id:
+        if not reply.answer_id:
+            return
+        try:
             await asyncio.to_thread(
                 self.service.link_platform_message, reply.answer_id, PLATFORM, str(shown.chat.id), str(shown.message_id)
             )
+        except Exception:  # the answer is still shown; only replies/reactions on this message lose their link
+            log.exception("linking answer %s to telegram message %s failed", reply.answer_id, shown.message_id)
+            if self.metrics:
+                self.metrics.count_error("telegram_link")
 
     # -- feedback ----------------------------------------------------------------------------------
 

@@ -32,8 +32,8 @@ def webhook_route(application: Application, path: str, secret: str) -> Route:
         try:
             data = await request.json()
             update = Update.de_json(data, application.bot) if isinstance(data, dict) and "update_id" in data else None
-        except (ValueError, TypeError, KeyError):  # malformed JSON, or an object PTB cannot read
-            update = None
+        except Exception:  # noqa: BLE001 - malformed JSON, or an object PTB cannot read (de_json raises
+            update = None  # ValueError, TypeError, KeyError or AttributeError depending on the shape)
         if update is None:
             log.warning("telegram webhook: unreadable update ignored")
             return JSONResponse({"error": "not a Telegram update"}, status_code=400)

@@ -6,7 +6,7 @@ non-string values), answered with `{"ok": true, "result": ...}` or
 `{"ok": false, "error_code": ..., "description": ..., "parameters": {...}}`.
 
     with FakeTelegram() as fake:
-        fake.push_updates(private_text(fake, update_id=1, message_id=10, text="What is a widget audit?"))
+        fake.push_updates(message(update_id=1, message_id=10, chat=private_chat(), text="What is a widget audit?"))
         fake.rate_limit_next("sendMessage", retry_after=1)      # one 429, then normal service
         sent = fake.wait_for("editMessageText")                  # blocks until PTB called it (or fails)
         fake.bot_messages(chat_id)                               # what the chat shows now (after edits)
