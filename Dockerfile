@@ -51,9 +51,12 @@ COPY prompts ./prompts
 RUN mkdir -p /data /corpus && chown hypa:hypa /data /corpus
 USER hypa
 # Bake the model's ONNX export into /data/models (a fresh named volume is initialised from it;
-# with a bind mount the first start exports it again, ~10 s).
-RUN python -c "from bot.settings import Settings; from storage.embedder import Embedder; \
-Embedder.from_settings(Settings()).embed_queries(['warm up'])"
+# with a bind mount the first start exports it again, ~10 s). HYPA_EMBEDDING_BACKEND=onnx for this
+# step only: the default "auto" would fall back to PyTorch silently and the build would pass without
+# the export; here a failed export fails the build.
+RUN HYPA_EMBEDDING_BACKEND=onnx python -c "from bot.settings import Settings; from storage.embedder import Embedder; \
+e = Embedder.from_settings(Settings()); e.embed_queries(['warm up']); \
+assert e.backend_used == 'onnx' and e.onnx_path.is_file(), e.onnx_path; print('ONNX model:', e.onnx_path)"
 VOLUME ["/data"]
 EXPOSE 3000
 # Liveness of the HTTP listener every serve mode runs (/healthz; /readyz also checks index and DB).

@@ -163,6 +163,8 @@ def main() -> None:
     finally:
         if not args.keep and args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
+        elif args.dir is None:  # --keep of a temp dir: say where it is (~450 MB at 100k chunks)
+            print(f"index kept in {root}")
     width = max(map(len, result))
     for key, value in result.items():
         print(f"{key:<{width}}  {value:,}" if isinstance(value, int) else f"{key:<{width}}  {value}")

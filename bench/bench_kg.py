@@ -34,7 +34,9 @@ def main() -> None:
     OfflineExtractor().extract(args.collection, chunks, components.index.documents(args.collection))
     extract_s = time.perf_counter() - t0
     graphs = components.knowledge_graph
-    retriever = graphs(args.collection)
+    retriever = graphs(args.collection) if graphs is not None else None
+    if retriever is None:
+        raise SystemExit(f"no knowledge graph for {args.collection!r} (empty collection, or HYPA_KG_EXTRACTOR=none)")
     questions = [json.loads(line)["question"] for line in args.dataset.open(encoding="utf-8") if line.strip()]
     vectors = components.embedder.embed_queries(questions)
     retriever.match_entities("warm up", 1, vectors[0])  # entity-name vectors: once per graph

@@ -115,7 +115,9 @@ def _ingest(components, paths: list[Path], collection: str) -> int:
             progress.advance(task)
             if outcome.status == "failed":
                 failures += 1
-                err.print(f"[red]failed[/] {path}: {outcome.error} (index unchanged)")
+                # A file error leaves the index as it was; a backend error says itself what is left.
+                kept = "" if outcome.error.startswith("index backend:") else " (index unchanged)"
+                err.print(f"[red]failed[/] {path}: {outcome.error}{kept}")
             else:
                 err.print(f"[green]{outcome.status}[/] {path.name}: {outcome.chunks or 'no new'} chunks")
     return failures
@@ -178,7 +180,14 @@ def index_migrate(
     from weaviate.exceptions import WeaviateBaseError
 
     from storage.embedded import EmbeddedIndex
-    from storage.weaviate_index import WeaviateImportError, WeaviateIndex, WeaviateUnavailable, copy_collection
+    from storage.weaviate_index import (
+        MigrationError,
+        WeaviateIndex,
+        WeaviateUnavailable,
+        WeaviateWriteError,
+        copy_collection,
+        tenant_name,
+    )
 
     if to != "weaviate":
         _fail(f"--to must be weaviate (the only other backend), got {to!r}")
@@ -190,12 +199,18 @@ def index_migrate(
     names = [collection] if collection else known
     if not names:
         _fail(f"the embedded index at {settings.index_dir} is empty: nothing to migrate")
+    if settings.weaviate_multi_tenancy:
+        for name in names:  # checked before any copying, not half-way through
+            try:
+                tenant_name(name)
+            except ValueError as exc:
+                _fail(str(exc))
     try:
         target = WeaviateIndex.from_settings(settings, embedder=_components(settings).embedder)
-        target.ensure_schema()  # connects: an unreachable server fails here, before any work
     except WeaviateUnavailable as exc:
         _fail(str(exc))
     try:
+        target.ensure_schema()  # connects: an unreachable server fails here, before any work
         with _progress() as progress:
             for name in names:
                 task = progress.add_task(f"copying '{name}'", total=len(source.chunks(name)))
@@ -204,7 +219,9 @@ def index_migrate(
                     f"[green]ok[/] {name}: {outcome.documents_copied} document(s), {outcome.chunks_copied} chunks "
                     f"copied; {outcome.documents_unchanged} already up to date"
                 )
-    except (WeaviateImportError, WeaviateUnavailable, WeaviateBaseError) as exc:
+    except WeaviateUnavailable as exc:
+        _fail(str(exc))
+    except (WeaviateWriteError, MigrationError, WeaviateBaseError) as exc:
         _fail(f"migration stopped (run the command again to resume): {exc}")
     finally:
         target.close()
@@ -252,6 +269,15 @@ def _index_collections(components) -> list[str]:
         return components.index.collections()
     except WeaviateUnavailable as exc:
         _fail(f"{exc} (HYPA_INDEX=weaviate)")
+    except Exception as exc:
+        if components.settings.index_backend != "weaviate":
+            raise
+        from weaviate.exceptions import WeaviateBaseError
+
+        if not isinstance(exc, WeaviateBaseError):
+            raise
+        # Reached, but it failed the request (wrong API key, permissions, server error): say so, no traceback.
+        _fail(f"Weaviate answered with an error (HYPA_INDEX=weaviate): {exc}")
 
 
 def _check_collection(components, collection: str) -> None:

@@ -29,6 +29,10 @@ def _load(components, collection: str):
         data = components.kg_store.load(collection)
     except (UnsafeKGFile, KGFormatError) as exc:
         fail(f"{exc}\nRebuild it with `hypa kg build --collection {collection}`.")
+    except ValueError as exc:  # a collection name that cannot be a file name
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot read the knowledge graph of '{collection}': {exc}")
     if data is None:
         fail(f"no knowledge graph for '{collection}' yet; run `hypa kg build --collection {collection}`")
     return data, build_graph(data)
@@ -49,7 +53,10 @@ def kg_build(
     if collection not in components.index.collections():
         fail(f"collection '{collection}' is not in the index; ingest it first (`hypa ingest FILES --collection {collection}`)")
     extractor = components.triplet_extractor()
-    data = build_collection(components.index, components.kg_store, collection, extractor)
+    try:
+        data = build_collection(components.index, components.kg_store, collection, extractor)
+    except OSError as exc:
+        fail(f"cannot save the knowledge graph of '{collection}': {exc}")
     out.print(
         f"[green]built[/] {components.kg_store.path(collection)}: {len(data.entities)} entities, "
         f"{len(data.triplets)} triplets ({data.extractor})"

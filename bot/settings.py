@@ -102,7 +102,10 @@ class Settings(BaseSettings):
         default="", validation_alias=AliasChoices("WEAVIATE_API_KEY", "HYPA_WEAVIATE_API_KEY")
     )
     weaviate_collection: str = "HypaChunk"  # the Weaviate class holding every chunk
-    weaviate_multi_tenancy: bool = False  # one tenant per workspace
+    # One Weaviate tenant (so one shard) per hypa collection, e.g. one per workspace. On by default:
+    # Weaviate computes BM25 statistics per shard, so collections sharing one would rank differently
+    # from the embedded index (docs/SCALING.md).
+    weaviate_multi_tenancy: bool = True
 
     # --- Chat platforms and the HTTP listener (README: Slack, Telegram) -----------------------
     slack_bot_token: str = Field(default="", validation_alias="SLACK_BOT_TOKEN")

@@ -121,8 +121,13 @@ class Components:
         if self.settings.kg_extractor == "none":
             return
         from core.kg.build import build_collection
+        from core.kg.model import KGFormatError
+        from storage.kg_store import UnsafeKGFile
 
-        stored = self.kg_store.load(collection)
+        try:
+            stored = self.kg_store.load(collection)
+        except (KGFormatError, UnsafeKGFile, OSError):  # an unreadable or refused file is rebuilt, not fatal
+            stored = None
         if stored is None or stored.source_version != self.index.documents(collection):
             build_collection(self.index, self.kg_store, collection, self.triplet_extractor())
 

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Literal
 from core.ingest.chunker import chunk_document
 from core.ingest.loaders import DocumentError, load_document
 from core.types import Chunk
-from storage.index import ChunkIndex
+from storage.index import ChunkIndex, IndexUnavailable, IndexWriteError
 
 SUPPORTED_SUFFIXES = (".pdf", ".md", ".markdown", ".txt", ".html", ".htm")
 
@@ -79,4 +79,6 @@ def ingest_file(
             after_replace(chunks)
     except DocumentError as exc:
         return IngestOutcome(path, doc_id, "failed", error=str(exc))
+    except (IndexUnavailable, IndexWriteError) as exc:  # the backend, not the file: say so, keep going
+        return IngestOutcome(path, doc_id, "failed", error=f"index backend: {exc}")
     return IngestOutcome(path, doc_id, "replaced" if previous else "added", chunks=len(chunks))

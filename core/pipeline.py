@@ -5,6 +5,7 @@ sequences them, validates the question and times each stage.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Protocol, Sequence
@@ -18,6 +19,8 @@ from core.text import tokens
 from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
 from storage.fusion import reciprocal_rank_fusion
 from storage.index import ChunkIndex
+
+log = logging.getLogger(__name__)
 
 
 class GraphRetrieval(Protocol):
@@ -225,10 +228,16 @@ class AnswerPipeline:
     ) -> list[ScoredChunk]:
         """The top_k of the hybrid ranking fused (RRF) with the provisions the graph's facts came
         from, followed by the facts themselves (kind "kg")."""
-        graph = self.knowledge_graph(collection) if self.knowledge_graph is not None else None
-        if graph is None:
+        try:
+            graph = self.knowledge_graph(collection) if self.knowledge_graph is not None else None
+            if graph is None:
+                return ranked[: params.top_k]
+            found = graph.retrieve(
+                question, keywords=params.kg_keywords, depth=params.kg_depth, query_vector=query_vector
+            )
+        except Exception:  # the graph only adds to the hybrid results: a fault in it must not cost the answer
+            log.exception("knowledge-graph stage failed for collection %r; answering from the hybrid results", collection)
             return ranked[: params.top_k]
-        found = graph.retrieve(question, keywords=params.kg_keywords, depth=params.kg_depth, query_vector=query_vector)
         if not found.provisions:
             return [*ranked[: params.top_k], *found.contexts]
         by_id = {sc.chunk.id: sc for sc in ranked}

@@ -1,4 +1,4 @@
-"""The seam between core/ and any chunk index backend (embedded default, Weaviate later)."""
+"""The seam between core/ and any chunk index backend (embedded default, Weaviate)."""
 from __future__ import annotations
 
 from typing import Literal, Protocol, Sequence, runtime_checkable
@@ -6,6 +6,15 @@ from typing import Literal, Protocol, Sequence, runtime_checkable
 from core.types import Chunk, ScoredChunk
 
 FusionMethod = Literal["rankedFusion", "relativeScoreFusion"]
+
+
+class IndexUnavailable(RuntimeError):
+    """The index backend cannot be reached (e.g. a Weaviate server is down). Base class for backends."""
+
+
+class IndexWriteError(RuntimeError):
+    """A write did not fully happen; the message says what is left. The document keeps its old hash,
+    so the next ingest retries it. Base class for backends."""
 
 
 @runtime_checkable

@@ -1,6 +1,8 @@
 """ChunkIndex on a Weaviate server (HYPA_INDEX=weaviate), for several replicas, workspaces or regulations.
 
-Same ranking as the embedded index (storage/embedded.py), because both follow Weaviate's hybrid query:
+Same ranking as the embedded index (storage/embedded.py) when a Weaviate shard holds one ChunkIndex
+collection (multi-tenancy, or one collection per Weaviate class: BM25's IDF and average length are
+computed over the whole shard, filters do not narrow them), because both follow Weaviate's hybrid query:
 the same MiniLM vectors (computed here, stored as self-provided vectors: no Weaviate vectorizer), one
 BM25 field holding the same text view (`embedded_view`: label, heading, body), BM25 k1=1.2 b=0.75 and
 the `en` stopword preset set explicitly, and `alpha` and the fusion type passed on every query
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +34,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from core.types import Chunk, ScoredChunk
-from storage.embedded import BM25_PARAMS, embedded_view
+from storage.embedded import BM25_PARAMS, CollectionNotFound, embedded_view
 from storage.embedder import TextEmbedder
 from storage.fusion import FUSION_METHODS
-from storage.index import FusionMethod
+from storage.index import FusionMethod, IndexUnavailable, IndexWriteError
 
 # Weaviate's hybrid query takes max(100, limit) hits from each sub-search before fusing
 # (usecases/traverser/explorer.go, `hybrid.DefaultLimit`); an embedded index built with
@@ -52,11 +55,19 @@ _TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # Weaviate's tenant name ru
 _FUSION_TYPES = {"rankedFusion": "RANKED", "relativeScoreFusion": "RELATIVE_SCORE"}
 
 
-class WeaviateUnavailable(RuntimeError):
+class WeaviateUnavailable(IndexUnavailable):
     """WEAVIATE_URL is unset, or the server cannot be reached / refused the connection."""
 
 
-class WeaviateImportError(RuntimeError):
+class WeaviateWriteError(IndexWriteError):
+    """A write to Weaviate did not fully happen (import or delete); the message says what is left."""
+
+
+class MigrationError(RuntimeError):
+    """The embedded collection cannot be copied as it is (vector size, concurrent rewrites)."""
+
+
+class WeaviateImportError(WeaviateWriteError):
     """Objects Weaviate rejected during a batch import; nothing is dropped silently."""
 
     def __init__(self, collection: str, doc_id: str, failures: Sequence[tuple[str, str]]) -> None:
@@ -92,10 +103,17 @@ class WeaviateEndpoint:
                 "WEAVIATE_URL is not set; set it (e.g. http://localhost:8080) to use HYPA_INDEX=weaviate."
             )
         parts = urlsplit(url.strip() if "://" in url else f"http://{url.strip()}")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise WeaviateUnavailable(f"WEAVIATE_URL must look like http(s)://host[:port], got {url!r}")
+        try:
+            explicit_port = parts.port  # ValueError for a non-numeric or out-of-range port
+        except ValueError:
+            explicit_port = -1
+        if parts.scheme not in ("http", "https") or not parts.hostname or explicit_port == -1:
+            shown = url.strip()
+            if parts.password:  # never echo a password given as user:password@host
+                shown = shown.replace(parts.password, "[REDACTED]")
+            raise WeaviateUnavailable(f"WEAVIATE_URL must look like http(s)://host[:port], got {shown!r}")
         secure = parts.scheme == "https"
-        port = parts.port or (443 if secure else 80)
+        port = explicit_port or (443 if secure else 80)
         return cls(parts.hostname, port, secure, parts.hostname, grpc_port, secure)
 
     def __str__(self) -> str:
@@ -312,6 +330,7 @@ class WeaviateIndex:
         """`client_factory` returns a connected WeaviateClient; it is called on first use, once."""
         self._client_factory = client_factory
         self._client = None
+        self._finalizer: weakref.finalize | None = None
         self._client_lock = threading.Lock()
         self.embedder = embedder
         self.class_name = class_name
@@ -319,6 +338,7 @@ class WeaviateIndex:
         self.multi_tenancy = multi_tenancy
         self.batch_size = batch_size
         self._schema_ready = False
+        self._known_collections: set[str] = set()  # written to (cached once seen; never un-known)
 
     @classmethod
     def from_settings(cls, settings, *, embedder: TextEmbedder) -> WeaviateIndex:
@@ -337,29 +357,33 @@ class WeaviateIndex:
         if self._client is None:
             with self._client_lock:
                 if self._client is None:
-                    self._client = self._client_factory()
+                    client = self._client_factory()
+                    # Closed by close(), or when the index is garbage-collected or the interpreter exits
+                    # (Components never closes its index): no gRPC channel or HTTP pool is left open.
+                    self._finalizer = weakref.finalize(self, _close_quietly, client)
+                    self._client = client
         return self._client
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def is_ready(self) -> bool:
-        """The server answers /v1/.well-known/ready (for /readyz)."""
-        try:
-            return bool(self.client.is_ready())
-        except Exception:  # noqa: BLE001 - readiness must answer, not raise
-            return False
+        with self._client_lock:
+            finalizer, self._finalizer, self._client = self._finalizer, None, None
+        if finalizer is not None:
+            finalizer()  # closes the client (once)
 
     def ensure_schema(self) -> None:
         """Create both Weaviate collections if missing (idempotent; writers call it)."""
         if self._schema_ready:
             return
+        from weaviate.exceptions import WeaviateBaseError
+
         for schema in (chunk_schema(self.class_name, self.multi_tenancy),
                        document_schema(self.document_class, self.multi_tenancy)):
             if not self.client.collections.exists(schema["name"]):
-                self.client.collections.create(**{k: v for k, v in schema.items() if v is not None})
+                try:
+                    self.client.collections.create(**{k: v for k, v in schema.items() if v is not None})
+                except WeaviateBaseError:
+                    if not self.client.collections.exists(schema["name"]):  # not another replica's create
+                        raise
         self._schema_ready = True
 
     def _handle(self, class_name: str, collection: str):
@@ -375,10 +399,13 @@ class WeaviateIndex:
         return self._schema_ready
 
     def _known(self, collection: str) -> bool:
-        """False when the collection has no data (or, multi-tenant, no tenant yet)."""
-        if not self._has_schema():
-            return False
-        return not self.multi_tenancy or collection in self.collections()
+        """The collection has been written (a document record; multi-tenant: its tenant)."""
+        if collection in self._known_collections:
+            return True
+        if self._has_schema() and collection in self.collections():
+            self._known_collections.add(collection)
+            return True
+        return False
 
     # -- read API ------------------------------------------------------------------------------
 
@@ -442,10 +469,14 @@ class WeaviateIndex:
         alpha: float = 0.5,
         vector: Sequence[float] | None = None,
     ) -> list[ScoredChunk]:
+        if not self._known(collection):
+            # Like the embedded index: an unknown collection (a typo, or a Weaviate nobody migrated
+            # into) is an error, not an empty result the pipeline would turn into "not in the documents".
+            raise CollectionNotFound(collection, self.collections(), f"Weaviate {self.class_name}")
         if vector is None:
             vector = self.embedder.embed_queries([query])[0]
         kwargs = build_hybrid_kwargs(query, vector, collection=collection, limit=limit, fusion=fusion, alpha=alpha)
-        if limit < 1 or not self._known(collection):
+        if limit < 1:
             return []
         result = self._handle(self.class_name, collection).query.hybrid(**kwargs)
         return objects_to_scored_chunks(result.objects)
@@ -471,12 +502,13 @@ class WeaviateIndex:
 
         Order, and why: (1) upsert the new chunks (ids are deterministic, so unchanged chunks are
         overwritten in place), (2) delete the document's chunks with another content hash, (3) write
-        the document record. Readers never see the document missing; between (1) and (2) they may see
-        old and new chunks side by side (a few milliseconds). Weaviate has no multi-object
-        transactions: if (1) fails part-way, WeaviateImportError lists the rejected chunks and the
-        record keeps the old hash, so the next ingest repeats the import. Until then the document is
-        mixed: searches may return chunks of either version, and chunks() lists only the recorded
-        version's chunks that were not overwritten (tests/test_weaviate_index.py shows the case).
+        the document record. Searches never see the document missing; between (1) and (2) they may see
+        old and new chunks side by side (a few milliseconds), and between (2) and (3) chunks() lists
+        none of the document's chunks (it lists the recorded version's). Weaviate has no multi-object
+        transactions: if (1) or (2) fails, WeaviateImportError / WeaviateWriteError says what is left
+        and the record keeps the old hash, so the next ingest repeats the import. Until then the
+        document is mixed: searches may return chunks of either version, and chunks() lists only the
+        recorded version's chunks that were not overwritten (tests/test_weaviate_index.py shows it).
         """
         for chunk in chunks:
             if chunk.collection != collection or chunk.doc_id != doc_id:
@@ -489,12 +521,16 @@ class WeaviateIndex:
         from weaviate.classes.query import Filter
 
         stale = collection_filter(collection, doc_id) & Filter.by_property("content_hash").not_equal(content_hash)
-        chunk_handle.data.delete_many(where=stale)
+        _delete_all(chunk_handle, stale, f"chunk(s) of the previous version of {collection}/{doc_id}",
+                    "the document's recorded hash is unchanged, so the next ingest retries it")
         self._write_record(collection, doc_id, content_hash, len(chunks))
 
     def _insert(self, collection, doc_id, handle, chunks, content_hash, vectors, on_batch) -> None:
         from weaviate.classes.data import DataObject
-        from weaviate.exceptions import WeaviateBaseError
+        from weaviate.exceptions import (
+            WeaviateBaseError,
+            WeaviateInsertManyAllFailedError,
+        )
 
         failures: list[tuple[str, str]] = []
         for start in range(0, len(chunks), self.batch_size):
@@ -509,9 +545,13 @@ class WeaviateIndex:
             ]
             try:
                 result = handle.data.insert_many(objects)
-            except WeaviateBaseError as exc:  # e.g. every object failed, or the server went away
+            except WeaviateInsertManyAllFailedError as exc:  # the server refused each object: go on
                 failures.extend((c.id, str(exc)) for c in part)
                 continue
+            except WeaviateBaseError as exc:  # server gone, timeout, gRPC error: the next batch would wait too
+                failures.extend((c.id, str(exc)) for c in part)
+                failures.extend((c.id, "not sent: the import stopped at the error above") for c in chunks[start + len(part):])
+                break
             failures.extend((part[i].id, err.message) for i, err in sorted(result.errors.items()))
             if on_batch is not None:
                 on_batch(len(part))
@@ -525,7 +565,12 @@ class WeaviateIndex:
             properties={"collection": collection, "doc_id": doc_id, "content_hash": content_hash, "chunk_count": count},
             uuid=chunk_uuid(collection, f"document:{doc_id}"),
         )
-        result = self._handle(self.document_class, collection).data.insert_many([record])
+        from weaviate.exceptions import WeaviateBaseError
+
+        try:
+            result = self._handle(self.document_class, collection).data.insert_many([record])
+        except WeaviateBaseError as exc:  # one object: a rejection raises "every object failed"
+            raise WeaviateImportError(collection, doc_id, [(f"document:{doc_id}", str(exc))]) from exc
         if result.errors:
             raise WeaviateImportError(collection, doc_id, [(f"document:{doc_id}", e.message) for e in result.errors.values()])
 
@@ -533,8 +578,28 @@ class WeaviateIndex:
         """Remove a document's chunks, then its record; unknown doc_id is a no-op."""
         if self.document_hash(collection, doc_id) is None:
             return
-        self._handle(self.class_name, collection).data.delete_many(where=collection_filter(collection, doc_id))
-        self._handle(self.document_class, collection).data.delete_many(where=collection_filter(collection, doc_id))
+        where = collection_filter(collection, doc_id)
+        retry = "the document stays recorded, so deleting it again retries"
+        _delete_all(self._handle(self.class_name, collection), where, f"chunk(s) of {collection}/{doc_id}", retry)
+        _delete_all(self._handle(self.document_class, collection), where, f"record of {collection}/{doc_id}", retry)
+
+
+def _close_quietly(client) -> None:
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001, S110 - at exit or in GC there is no one to report to
+        pass
+
+
+def _delete_all(handle, where, what: str, consequence: str) -> None:
+    """delete_many until nothing matches (one call deletes at most QUERY_MAXIMUM_RESULTS objects);
+    WeaviateWriteError when Weaviate reports objects it could not delete (stale chunks stay searchable)."""
+    while True:
+        result = handle.data.delete_many(where=where)
+        if result.failed:
+            raise WeaviateWriteError(f"Weaviate could not delete {result.failed} {what}; {consequence}.")
+        if result.matches == 0 or result.successful == 0:
+            return
 
 
 # -- migration from the embedded index ----------------------------------------------------------
@@ -558,16 +623,31 @@ def copy_collection(
     """Copy one embedded collection with its stored vectors (no re-embedding); resumable.
 
     A document whose hash Weaviate already records is skipped, so an interrupted migration
-    continues where it stopped. Raises WeaviateImportError listing any rejected chunk.
+    continues where it stopped. Raises WeaviateImportError listing any rejected chunk, and
+    MigrationError when the stored vectors do not fit the query embedder or the source keeps changing.
     """
-    chunks = source.chunks(collection)
-    vectors = source.vectors(collection)
+    for _ in range(3):
+        # Chunks, vectors and hashes must come from one version: an ingest running meanwhile would
+        # otherwise pair chunks with another version's vectors. Each version has its own (read-only)
+        # vectors array, so the same array before and after means nothing was swapped in between.
+        vectors = source.vectors(collection)
+        chunks = source.chunks(collection)
+        documents = source.documents(collection)
+        if source.vectors(collection) is vectors:
+            break
+    else:
+        raise MigrationError(f"collection '{collection}' changed during every read (an ingest is running?); run again")
+    if len(chunks) and vectors.shape[1] != target.embedder.dim:
+        raise MigrationError(
+            f"collection '{collection}' has {vectors.shape[1]}-dimension vectors but the query embedder "
+            f"({target.embedder.model_id}) makes {target.embedder.dim}: re-ingest it with that model first"
+        )
     rows: dict[str, list[int]] = {}
     for row, chunk in enumerate(chunks):
         rows.setdefault(chunk.doc_id, []).append(row)
     already = target.documents(collection)
     copied = unchanged = chunk_count = 0
-    for doc_id, content_hash in source.documents(collection).items():
+    for doc_id, content_hash in documents.items():
         doc_rows = rows.get(doc_id, [])
         if already.get(doc_id) == content_hash:
             unchanged += 1

@@ -26,6 +26,7 @@ from core.llm.client import (
     CircuitBreaker,
     FallbackGenerator,
     RetryPolicy,
+    UngroundedAnswerError,
     model_request_options,
     parse_retry_after,
 )
@@ -193,15 +194,34 @@ def test_model_request_options():
     assert model_request_options("some-other-model", temperature=0.0, effort="low") == {}
 
 
-def test_knowledge_graph_facts_are_documents_too(fake):
-    fact = make_chunk("KG: seller → notifies → buyer", "seller notifies buyer (10 business days before sale)", doc_id="kg")
+def test_knowledge_graph_facts_are_documents_but_never_shown_as_quotes_of_the_law(fake):
+    fact = make_chunk("Toy Code § 1-102(a)", "seller — must notify — buyer (10 business days before sale)", doc_id="kg")
     contexts = [*scored(), ScoredChunk(fact, 0.2, kind="kg")]
-    fake.enqueue(reply(message([text_block("Ten business days", [cite(3, fact.text, "10 business days before sale")])])))
+    fake.enqueue(
+        reply(
+            message(
+                [
+                    text_block("Ten business days", [cite(3, fact.text, "10 business days before sale")]),
+                    text_block(" before the sale.", [cite(1, NOTICE, "no less than ten business days before selling")]),
+                ]
+            )
+        )
+    )
     answer = make_generator(fake).generate(QUESTION, contexts)
     kg_doc = fake.last_body["messages"][-1]["content"][3]
     assert kg_doc["title"] == fact.label and "Knowledge-graph fact" in kg_doc["context"]
-    assert answer.citations[0].chunk_id == fact.id
+    # The fact's paraphrase carries the provision's label, so a kept citation of it would look like law.
+    assert [c.chunk_id for c in answer.citations] == [TOY_CHUNKS[1].id]
+    assert answer.diagnostics["citations_dropped"] == 1
     assert_verbatim(answer, contexts)
+
+
+def test_an_answer_citing_only_graph_facts_is_not_grounded(fake):
+    fact = make_chunk("Toy Code § 1-102(a)", "seller — must notify — buyer (10 business days before sale)", doc_id="kg")
+    contexts = [*scored(), ScoredChunk(fact, 0.2, kind="kg")]
+    fake.enqueue(reply(message([text_block("Ten business days.", [cite(3, fact.text, "10 business days before sale")])])))
+    with pytest.raises(UngroundedAnswerError):
+        make_generator(fake).generate(QUESTION, contexts)
 
 
 # --- citation verification ---------------------------------------------------------------------

@@ -68,3 +68,28 @@ def test_ingest_then_build_with_the_cli(tmp_path, monkeypatch):
     assert "a small widget" in show.output and "§ 2-201" in show.output
     missing = CliRunner().invoke(app, ["kg", "build", "--collection", "nope"], env=env)
     assert missing.exit_code == 1 and "not in the index" in missing.output
+
+
+def test_unreadable_file_and_bad_collection_name_give_clear_errors(tmp_path):
+    (tmp_path / "kg" / "toy.kg.pkl").mkdir(parents=True)  # a directory where the file should be
+    unreadable = CliRunner().invoke(app, ["kg", "stats", "--collection", "toy"], env=_env(tmp_path))
+    assert unreadable.exit_code == 1 and "cannot read the knowledge graph of 'toy'" in unreadable.output
+    assert unreadable.exception is None or isinstance(unreadable.exception, SystemExit)
+    bad = CliRunner().invoke(app, ["kg", "show", "x", "--collection", "../etc"], env=_env(tmp_path))
+    assert bad.exit_code == 1 and "invalid collection name" in bad.output
+    assert bad.exception is None or isinstance(bad.exception, SystemExit)
+
+
+def test_build_that_cannot_save_gives_a_clear_error(tmp_path, monkeypatch):
+    from bot.wiring import Components
+    from tests.test_kg_retrieval import _WordEmbedder
+
+    monkeypatch.setattr(Components, "embedder", property(lambda self: _WordEmbedder()))
+    doc = tmp_path / "rules.md"
+    doc.write_text("# Rules\n\n## § 2-201 Definitions\n\n“Gizmo” means a small widget.\n", encoding="utf-8")
+    env = {**_env(tmp_path / "data"), "HYPA_KG_EXTRACTOR": "none"}  # ingest without building the graph
+    assert CliRunner().invoke(app, ["ingest", str(doc), "--collection", "rules"], env=env).exit_code == 0
+    (tmp_path / "data" / "kg" / "rules.kg.pkl").mkdir(parents=True)  # os.replace onto a directory fails
+    built = CliRunner().invoke(app, ["kg", "build", "--collection", "rules"], env=_env(tmp_path / "data"))
+    assert built.exit_code == 1 and "cannot save the knowledge graph of 'rules'" in built.output
+    assert not [p for p in (tmp_path / "data" / "kg").iterdir() if p.name.startswith(".tmp-")]

@@ -136,3 +136,32 @@ def test_extraction_is_deterministic_and_survives_odd_text():
     a = OfflineExtractor().extract("t", odd, {})
     b = OfflineExtractor().extract("t", odd, {})
     assert a == b
+
+
+def test_every_stated_fact_is_in_the_chunk_it_cites():
+    """Provenance: a fact's chunk id and label name the provision whose text states it (a fact
+    attributed to a neighbouring provision would be a wrong citation)."""
+    import re
+
+    from core.kg.offline import _clean
+
+    chunks = [
+        *TOY_CHUNKS,
+        make_chunk("Code § 9-101(a)", "(a) A seller shall keep records for at least 6 months. An inspector may not own shares."),
+        make_chunk("Code § 9-101(b)", "(b) A reseller must post a notice within 10 days after a sale, or pay $500."),
+    ]
+    data = OfflineExtractor().extract("c", chunks, {})
+    by_id = {c.id: c for c in chunks}
+
+    def norm(text):
+        return re.sub(r"\W+", " ", text).lower().strip()
+
+    stated = [t for t in data.triplets if not t.object_is_entity and t.predicate not in (*m.STRUCTURAL, m.TITLED)]
+    assert len(stated) >= 10
+    for t in stated:
+        chunk = by_id[t.chunk_id]
+        assert t.label == chunk.label
+        assert norm(t.object.rstrip(" …")) in norm(_clean(chunk.text)), (t, chunk.label)
+    for entity in data.entities.values():
+        for d in entity.definitions:
+            assert d.label == by_id[d.chunk_id].label and norm(d.text) in norm(_clean(by_id[d.chunk_id].text))

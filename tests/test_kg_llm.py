@@ -83,3 +83,16 @@ def test_settings_wiring(tmp_path):
     extractor = llm_extractor_from_settings(settings, OfflineExtractor())
     assert extractor.cache.path == tmp_path / "llm_triplets.json"
     assert extractor.config.model == "claude-haiku-5-5"
+
+
+def test_cache_save_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch):
+    cache = ExtractionCache(tmp_path / "llm_triplets.json")
+    cache.put("k", [["a", "means", "b", False]])
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(json, "dump", disk_full)
+    with pytest.raises(OSError):
+        cache.save()
+    assert list(tmp_path.iterdir()) == []

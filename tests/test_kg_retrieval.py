@@ -178,3 +178,99 @@ def test_ingest_builds_the_graph_and_kg_configs_use_it(tmp_path):
     assert stored.source_version == components.index.documents("widgets")
     result = components.pipeline.answer("What is a widget audit?", collection="widgets")
     assert result.params.kg and any(c.kind == "kg" for c in result.contexts)
+
+
+def test_an_unreadable_or_unsafe_stored_graph_is_rebuilt_not_fatal(tmp_path):
+    index = _index(tmp_path)
+    store = KGStore(tmp_path / "kg")
+    store.directory.mkdir(parents=True)
+    store.path("toy").write_bytes(b"\x80\x04not a pickle")
+    assert "widget audit" in KnowledgeGraphs(index, store, OfflineExtractor)("toy").data.entities
+    assert store.load("toy").source_version == {"toy-doc": "v1"}  # replaced by a good file
+    store.path("toy").write_bytes(b"cos\nsystem\n(Vtouch pwned\ntR.")
+    assert KnowledgeGraphs(index, store, OfflineExtractor)("toy") is not None
+    assert store.load("toy") is not None and not (tmp_path / "pwned").exists()
+
+
+def test_a_graph_that_cannot_be_saved_is_still_used(tmp_path, monkeypatch):
+    index = _index(tmp_path)
+    store = KGStore(tmp_path / "kg")
+
+    def disk_full(data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "save", disk_full)
+    retriever = KnowledgeGraphs(index, store, OfflineExtractor)("toy")
+    assert retriever is not None and retriever.fact_count > 0
+
+
+def test_graph_cache_follows_a_rebuild_by_another_process(tmp_path):
+    index = _index(tmp_path)
+    store = KGStore(tmp_path / "kg")
+    graphs = KnowledgeGraphs(index, store, OfflineExtractor)
+    first = graphs("toy")
+    data = store.load("toy")
+    data.extractor = "offline+llm:test"  # e.g. `hypa kg build` with HYPA_KG_EXTRACTOR=llm
+    KGStore(tmp_path / "kg").save(data)
+    second = graphs("toy")
+    assert second is not first and second.data.extractor == "offline+llm:test"
+    assert graphs("toy") is second
+
+
+def test_a_failing_graph_stage_still_answers_from_the_hybrid_results(tmp_path, caplog):
+    index = _index(tmp_path)
+
+    def broken(collection):
+        raise RuntimeError("graph exploded")
+
+    result = _pipeline(index, broken, kg=True).answer("What penalty applies to a seller who violates the chapter?")
+    assert [c.kind for c in result.contexts] == ["chunk", "chunk"]
+    assert not result.answer.refused
+    assert "graph exploded" in caplog.text
+
+
+def _reference_rank(r: KGRetriever, question, entities, depth):
+    """The ranking written as plain loops (the original implementation): the array version must agree."""
+    from core.text import QUESTION_FRAMING, content_terms
+
+    s = r.settings
+    distance = {e.key: 0 for e in entities}
+    frontier = [e.key for e in entities]
+    for hop in range(1, depth + 1):
+        frontier = [n for node in frontier for n in sorted(r._neighbours.get(node, ())) if n not in distance]
+        for n in frontier:
+            distance.setdefault(n, hop)
+    q_terms = {t for t in content_terms(question) if t not in QUESTION_FRAMING}
+    q_weight = sum(r._idf.get(t, r._max_idf) for t in q_terms) or 1.0
+    matched = {e.key: e.score for e in entities}
+    scores = {}
+    for i, row in enumerate(r._rows):
+        ends = [distance[k] for k in (row.subject, row.object_key) if k in distance]
+        if not ends:
+            continue
+        score = sum(r._idf.get(t, 0.0) for t in q_terms & row.terms) / q_weight - s.distance_penalty * min(ends)
+        if row.subject in matched:
+            score += s.subject_bonus * matched[row.subject] + (s.definition_bonus if row.predicate == "means" else 0.0)
+        scores[i] = score
+    facts, seen = [], {}
+    for i, score in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])):
+        row = r._rows[i]
+        same, subject = (row.predicate, row.object, row.label), r._names.get(row.subject, row.subject)
+        if same in seen:
+            if subject not in facts[seen[same]][1] and len(facts[seen[same]][1]) < 3:
+                facts[seen[same]][1].append(subject)
+        elif len(facts) < s.max_facts:
+            seen[same] = len(facts)
+            facts.append([i, [subject], round(score, 9)])
+    return facts
+
+
+def test_array_ranking_matches_the_plain_loop_definition():
+    r = _retriever(max_facts=3)
+    questions = ["What must a widget maker obtain?", "What penalty is a seller liable for?", "What is a WA?",
+                 "Who reviews widgets under section 1-101?", "notice to buyers"]
+    for q in questions:
+        for keywords, depth in ((1, 0), (2, 1), (3, 2), (5, 3)):
+            entities = r.match_entities(q, keywords)
+            got = [[f.index, list(f.subjects), round(f.score, 9)] for f in r._rank(q, entities, r._walk([e.key for e in entities], depth))]
+            assert got == _reference_rank(r, q, entities, depth), (q, keywords, depth)

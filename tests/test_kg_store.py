@@ -91,3 +91,87 @@ def test_truncated_and_wrong_shape_files_fail_clearly(tmp_path):
     plain["version"] = 99
     with pytest.raises(KGFormatError, match="rebuild it with `hypa kg build`"):
         load_payload(pickle.dumps(plain), "new.pkl")
+
+
+_CALLED: list[str] = []
+
+
+def _record_call(*args):
+    _CALLED.append("called")
+    return "called"
+
+
+def test_extension_codes_are_refused_even_when_copyreg_has_them_cached():
+    """EXT opcodes are served from copyreg's process-wide cache without calling find_class once any
+    unpickler in the process resolved the code: only the opcode scan stops them."""
+    import copyreg
+
+    code = 0xBEEF
+    copyreg.add_extension(__name__, "_record_call", code)
+    try:
+        ext2 = b"\x80\x02\x83" + code.to_bytes(2, "little")
+        assert pickle.loads(ext2 + b".") is _record_call  # the ordinary loader fills the cache
+        _CALLED.clear()
+        with pytest.raises(UnsafeKGFile, match=f"refused extension code {code}"):
+            loads_plain(ext2 + b")R.", "tampered.kg.pkl")  # EXT2 then call it with ()
+        assert _CALLED == []
+    finally:
+        copyreg.remove_extension(__name__, "_record_call", code)
+
+
+@pytest.mark.parametrize(
+    "payload, refused",
+    [
+        (b"(S'touch x'\nios\nsystem\n.", r"Python 2 string"),  # INST (after a protocol-0 string)
+        (b"(Vtouch x\nios\nsystem\n.", r"refused to load os\.system"),  # INST
+        (b"(cos\nsystem\nVx\no.", r"refused to load os\.system"),  # OBJ
+        (b"\x80\x04\x8c\x02os\x94\x8c\x06system\x94\x93\x8c\x01x\x85R.", r"refused to load os\.system"),  # STACK_GLOBAL
+        (b"\x80\x02}(tR.", r"opcode REDUCE"),  # REDUCE with no global: still refused
+        (b"\x80\x02]}b.", r"opcode BUILD"),
+        (b"\x80\x02cbuiltins\nobject\n)\x81.", r"refused to load builtins\.object"),  # NEWOBJ
+        (b"\x80\x02K\x01Q.", r"persistent reference"),  # BINPERSID
+        (b"P1\n.", r"persistent reference"),  # PERSID
+        (b"\x80\x02\x82\x05.", r"extension code 5"),  # EXT1, not even registered
+        (b"\x80\x05\x97.", r"out-of-band buffer"),
+    ],
+)
+def test_crafted_opcodes_are_refused_before_anything_is_built(payload, refused):
+    with pytest.raises(UnsafeKGFile, match=refused):
+        loads_plain(payload, "crafted.kg.pkl")
+
+
+def test_lengths_that_do_not_fit_the_file_are_format_errors_not_crashes():
+    import struct
+
+    for payload in (
+        b"\x80\x04\x8e" + struct.pack("<Q", 2**40) + b"x.",  # BINBYTES8 of 1 TiB: MemoryError before
+        b"\x80\x04\x8d" + struct.pack("<Q", 2**62) + b"x.",  # BINUNICODE8
+        b"",
+    ):
+        with pytest.raises((KGFormatError, UnsafeKGFile)):
+            loads_plain(payload, "huge.kg.pkl")
+
+
+def test_ingest_rebuilds_a_corrupt_stored_graph_instead_of_failing(tmp_path):
+    """`hypa ingest` after the graph file was damaged: the graph is rebuilt, the ingest succeeds."""
+    from bot.settings import Settings
+    from bot.wiring import Components
+    from storage.embedded import EmbeddedIndex
+    from storage.embedder import HashingEmbedder
+
+    doc = tmp_path / "toy.md"
+    doc.write_text("# Toy\n\n§ 1-101 Definitions. The term “widget” means a small device.\n", encoding="utf-8")
+    components = Components(Settings(data_dir=tmp_path / "data"))
+    components.__dict__["index"] = EmbeddedIndex(tmp_path / "data" / "index", embedder=HashingEmbedder())
+
+    class WordCountingEmbedder(HashingEmbedder):  # model-free; ingest also counts tokens
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+    components.__dict__["embedder"] = WordCountingEmbedder()  # cached_property slots: no model load
+    assert components.ingest(doc, "toy").status == "added"
+    graph_file = next((tmp_path / "data" / "kg").glob("toy*"))
+    graph_file.write_bytes(b"not a pickle at all")
+    doc.write_text(doc.read_text(encoding="utf-8") + "\n§ 1-102 Notice. A seller shall notify each buyer.\n", encoding="utf-8")
+    assert components.ingest(doc, "toy").status == "replaced"
+    assert components.kg_store.load("toy").source_version == components.index.documents("toy")

@@ -14,17 +14,20 @@ from weaviate.proto.v1 import base_pb2, base_search_pb2
 from bot.settings import Settings
 from bot.wiring import Components
 from core.types import Chunk
-from storage.embedded import EmbeddedIndex, embedded_view
+from storage.embedded import CollectionNotFound, EmbeddedIndex, embedded_view
 from storage.embedder import HashingEmbedder
 from storage.index import ChunkIndex
 from storage.weaviate_index import (
+    MigrationError,
     WeaviateEndpoint,
     WeaviateImportError,
     WeaviateIndex,
     WeaviateUnavailable,
+    WeaviateWriteError,
     build_hybrid_kwargs,
     chunk_to_properties,
     connect_weaviate,
+    copy_collection,
     properties_to_chunk,
 )
 from tests.fakes.weaviate_server import FakeWeaviate
@@ -211,12 +214,20 @@ def test_hybrid_embeds_the_query_when_no_vector_is_given(index, fake):
                                EMBEDDER.embed_queries(["notice by mail"])[0], rtol=1e-6)
 
 
-def test_hybrid_validates_like_the_embedded_index(index):
+def test_hybrid_validates_like_the_embedded_index(index, tmp_path):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
     with pytest.raises(ValueError, match="unknown fusion"):
         index.hybrid_search("x", collection="toy", limit=3, fusion="rrf", vector=[0.0] * 32)
     with pytest.raises(ValueError, match="alpha"):
         index.hybrid_search("x", collection="toy", limit=3, alpha=1.5, vector=[0.0] * 32)
-    assert index.hybrid_search("x", collection="never-written", limit=3, vector=[0.0] * 32) == []
+    assert index.hybrid_search("x", collection="toy", limit=0, vector=[0.0] * 32) == []
+    # An unknown collection is an error on both backends (an empty list would read as "not in the documents").
+    embedded = EmbeddedIndex(tmp_path / "index", embedder=EMBEDDER)
+    for backend in (embedded, index):
+        with pytest.raises(CollectionNotFound, match="never-written"):
+            backend.hybrid_search("x", collection="never-written", limit=3, vector=[0.0] * 32)
+    with pytest.raises(CollectionNotFound, match="Known collections: toy"):
+        index.hybrid_search("x", collection="never-written", limit=3, vector=[0.0] * 32)
 
 
 def test_build_hybrid_kwargs_always_explicit():
@@ -265,7 +276,8 @@ def test_hypa_index_weaviate_switches_the_backend(fake, tmp_path):
 
 
 def _embedded_source(root) -> EmbeddedIndex:
-    source = EmbeddedIndex(root, embedder=EMBEDDER)
+    # The CLI queries with the packaged MiniLM: the copied vectors must have its 384 dimensions.
+    source = EmbeddedIndex(root, embedder=HashingEmbedder(384))
     source.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
     source.replace_document("eu", "eu-doc", "h9", [make_chunk("EU 1", "eu text", collection="eu", doc_id="eu-doc")])
     return source
@@ -275,7 +287,8 @@ def test_migrate_copies_chunks_and_stored_vectors(fake, tmp_path, monkeypatch):
     from bot.cli import app
 
     source = _embedded_source(tmp_path / "index")
-    env = {"HYPA_DATA_DIR": str(tmp_path), "WEAVIATE_URL": fake.url, "WEAVIATE_GRPC_PORT": str(fake.grpc_port)}
+    env = {"HYPA_DATA_DIR": str(tmp_path), "WEAVIATE_URL": fake.url, "WEAVIATE_GRPC_PORT": str(fake.grpc_port),
+           "HYPA_WEAVIATE_MULTI_TENANCY": "false"}  # one shared class; tenants: test_multi_tenancy_*
     result = CliRunner().invoke(app, ["index", "migrate", "--to", "weaviate", "--collection", "toy"], env=env)
     assert result.exit_code == 0, result.output
     assert "3 chunks copied" in result.output
@@ -337,3 +350,129 @@ def test_chunks_are_the_committed_version_after_a_failed_import(index, fake):
     fake.reject = None
     index.replace_document("toy", "toy-doc", "h2", TOY_CHUNKS)  # the retry repairs the document
     assert index.chunks("toy") == TOY_CHUNKS
+
+
+# -- review fixes: write failures, deletes, client lifecycle, CLI errors -------------------------------
+
+
+def test_stale_chunks_weaviate_cannot_delete_fail_the_import_and_keep_the_old_hash(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    fake.delete_fails = True
+    with pytest.raises(WeaviateWriteError, match="could not delete 1 chunk"):
+        index.replace_document("toy", "toy-doc", "h2", TOY_CHUNKS[:2])  # chunk 2 (h1) must go, and cannot
+    assert index.document_hash("toy", "toy-doc") == "h1"  # not committed: the next ingest retries
+    with pytest.raises(WeaviateWriteError, match="stays recorded"):
+        index.delete_document("toy", "toy-doc")
+    assert index.document_hash("toy", "toy-doc") == "h1"
+
+
+def test_deletes_repeat_until_nothing_matches(index, fake):
+    chunks = [make_chunk(f"T § {i}", f"text {i}", collection="toy", doc_id="big") for i in range(5)]
+    index.replace_document("toy", "big", "h1", chunks)
+    fake.delete_limit = 2  # like Weaviate's QUERY_MAXIMUM_RESULTS cap on one batch delete
+    index.replace_document("toy", "big", "h2", chunks[:1])
+    assert {o.properties["content_hash"] for o in fake.objects("HypaChunk")} == {"h2"}
+    assert len(fake.objects("HypaChunk")) == 1
+    index.delete_document("toy", "big")
+    assert fake.objects("HypaChunk") == [] and index.documents("toy") == {}
+
+
+def test_import_stops_at_a_transport_error_and_lists_every_chunk_not_written(fake):
+    idx = make_index(fake, batch_size=1)
+    idx.ensure_schema()
+    fake.batch_abort = "connection reset"
+    with pytest.raises(WeaviateImportError) as caught:
+        idx.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    assert len(fake.batches) == 1  # not one failing call (with its timeout) per remaining batch
+    assert [cid for cid, _ in caught.value.failures] == [c.id for c in TOY_CHUNKS]
+    assert "connection reset" in caught.value.failures[0][1] and "not sent" in caught.value.failures[1][1]
+    assert idx.document_hash("toy", "toy-doc") is None
+    idx.close()
+
+
+def test_client_closed_by_close_and_when_the_index_is_dropped(fake):
+    import gc
+
+    idx = make_index(fake)
+    idx.collections()
+    client = idx.client
+    idx.close()
+    assert not client.is_connected()
+    idx.close()  # twice is fine
+    dropped = make_index(fake)
+    dropped.collections()
+    client = dropped.client
+    del dropped
+    gc.collect()
+    assert not client.is_connected()  # finalizer (also runs at interpreter exit): no open gRPC channel
+
+
+def test_migrate_refuses_vectors_the_query_embedder_cannot_match(fake, tmp_path):
+    source = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder(48))
+    source.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    target = make_index(fake)  # queries with 32-dimension vectors
+    with pytest.raises(MigrationError, match="48-dimension vectors"):
+        copy_collection(source, target, "toy")
+    assert fake.objects("HypaChunk") == []
+    target.close()
+
+
+def test_migrate_and_index_list_report_weaviate_errors_without_a_traceback(fake, tmp_path):
+    from bot.cli import app
+
+    _embedded_source(tmp_path / "index")
+    fake.schema_status = 500
+    env = {"HYPA_DATA_DIR": str(tmp_path), "WEAVIATE_URL": fake.url, "WEAVIATE_GRPC_PORT": str(fake.grpc_port)}
+    migrate = CliRunner().invoke(app, ["index", "migrate", "--to", "weaviate"], env=env)
+    assert migrate.exit_code == 1 and isinstance(migrate.exception, SystemExit), migrate.output
+    assert "migration stopped" in migrate.output and "Traceback" not in migrate.output
+    listing = CliRunner().invoke(app, ["index", "list"], env={**env, "HYPA_INDEX": "weaviate"})
+    assert listing.exit_code == 1 and isinstance(listing.exception, SystemExit), listing.output
+    assert "Weaviate answered with an error" in listing.output
+
+
+@pytest.mark.parametrize("url", ["http://weaviate:80a", "http://weaviate:99999", "ftp://admin:hunter2@weaviate"])
+def test_malformed_url_is_a_clear_error_without_its_password(url):
+    with pytest.raises(WeaviateUnavailable, match="must look like") as caught:
+        WeaviateEndpoint.parse(url, 50051)
+    assert "hunter2" not in str(caught.value)
+
+
+def test_migrate_refuses_a_collection_name_weaviate_cannot_use_as_tenant_before_copying(fake, tmp_path):
+    from bot.cli import app
+
+    source = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder(384))
+    source.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    dotted = [make_chunk("EU 1", "eu text", collection="eu.ai.act", doc_id="eu-doc")]
+    source.replace_document("eu.ai.act", "eu-doc", "h9", dotted)
+    env = {"HYPA_DATA_DIR": str(tmp_path), "WEAVIATE_URL": fake.url, "WEAVIATE_GRPC_PORT": str(fake.grpc_port),
+           "HYPA_WEAVIATE_MULTI_TENANCY": "true"}
+    result = CliRunner().invoke(app, ["index", "migrate", "--to", "weaviate"], env=env)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "cannot be a Weaviate tenant" in result.output and fake.batches == []
+
+
+def test_a_rejected_document_record_is_an_import_error_and_keeps_the_old_hash(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    fake.reject = lambda props: "record refused" if "chunk_count" in props else None
+    with pytest.raises(WeaviateImportError, match="record refused") as caught:
+        index.replace_document("toy", "toy-doc", "h2", TOY_CHUNKS)
+    assert caught.value.failures[0][0] == "document:toy-doc"
+    assert index.document_hash("toy", "toy-doc") == "h1"
+
+
+def test_ingest_reports_an_unreachable_weaviate_as_a_failed_file_not_a_traceback(tmp_path):
+    """`hypa ingest` with HYPA_INDEX=weaviate and the server down: a failed outcome naming the backend."""
+    from core.ingestion import ingest_file
+    from storage.index import IndexUnavailable
+
+    class DownIndex:
+        def document_hash(self, collection, doc_id):
+            raise WeaviateUnavailable("Cannot reach Weaviate at http://127.0.0.1:9")
+
+    doc = tmp_path / "toy.md"
+    doc.write_text("# Toy\n\n§ 1 Test. The seller shall notify the buyer.\n", encoding="utf-8")
+    outcome = ingest_file(doc, collection="toy", index=DownIndex(), chunk_tokens=256, chunk_overlap=32,
+                          count_tokens=lambda t: len(t.split()))
+    assert issubclass(WeaviateUnavailable, IndexUnavailable)
+    assert outcome.status == "failed" and outcome.error.startswith("index backend: Cannot reach Weaviate")

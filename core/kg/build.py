@@ -2,8 +2,12 @@
 
 `KnowledgeGraphs(index, store, make_extractor, embed)` is called with a collection name and returns
 a `KGRetriever` (or None for an empty collection). It is cached per collection and keyed by the
-index's `documents()` version, like the term-statistics cache: when another process ingests, the
-next question loads (or, if the stored graph is older than the index, rebuilds and saves) the graph.
+index's `documents()` version, like the term-statistics cache, and by the stored file's identity:
+when another process ingests, the next question loads (or, if the stored graph is older than the
+index, rebuilds and saves) the graph; when another process rebuilds the graph (`hypa kg build`, e.g.
+with the LLM extractor), the next question loads the new file. A stored file that cannot be read or
+is refused as unsafe is rebuilt from the index (it is derived data), and a graph that cannot be
+saved is still used from memory: a question is never failed by the graph's file.
 """
 from __future__ import annotations
 
@@ -15,11 +19,11 @@ from typing import Protocol
 import numpy as np
 
 from core.kg.graph import build_graph
-from core.kg.model import KGData
+from core.kg.model import KGData, KGFormatError
 from core.kg.retriever import KGRetriever, KGSettings
 from core.types import Chunk
 from storage.index import ChunkIndex
-from storage.kg_store import KGStore
+from storage.kg_store import KGStore, UnsafeKGFile
 
 log = logging.getLogger(__name__)
 
@@ -30,10 +34,17 @@ class TripletExtractor(Protocol):
     def extract(self, collection: str, chunks: Sequence[Chunk], source_version: dict[str, str]) -> KGData: ...
 
 
+def extract_collection(index: ChunkIndex, collection: str, extractor: TripletExtractor) -> KGData:
+    """The collection's triplets from the index's current chunks. The version is read before the
+    chunks: if an ingest lands in between, the graph looks older than it is and is rebuilt, never
+    the other way round."""
+    version = index.documents(collection)
+    return extractor.extract(collection, index.chunks(collection), version)
+
+
 def build_collection(index: ChunkIndex, store: KGStore, collection: str, extractor: TripletExtractor) -> KGData:
     """Extract the collection's triplets from the index's current chunks and save them."""
-    version = index.documents(collection)
-    data = extractor.extract(collection, index.chunks(collection), version)
+    data = extract_collection(index, collection, extractor)
     store.save(data)
     return data
 
@@ -53,7 +64,7 @@ class KnowledgeGraphs:
         self._make_extractor = make_extractor
         self._embed = embed
         self._settings = settings or KGSettings()
-        self._by_collection: dict[str, tuple[frozenset, KGRetriever | None]] = {}
+        self._by_collection: dict[str, tuple[tuple, KGRetriever | None]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, collection: str) -> KGRetriever | None:
@@ -64,18 +75,31 @@ class KnowledgeGraphs:
         version = frozenset(version_map.items())
         with self._lock:
             cached = self._by_collection.get(collection)
-            if cached is not None and cached[0] == version:
+            if cached is not None and cached[0] == (version, self._store.stamp(collection)):
                 return cached[1]
             retriever = self._load(collection, version_map)
-            self._by_collection[collection] = (version, retriever)
+            # The file's identity after loading (a rebuild just wrote it): another process's
+            # `hypa kg build` changes it, and the next question loads that graph.
+            self._by_collection[collection] = ((version, self._store.stamp(collection)), retriever)
             return retriever
 
     def _load(self, collection: str, version: dict[str, str]) -> KGRetriever | None:
         if not version:
             return None
-        data = self._store.load(collection)
+        try:
+            data = self._store.load(collection)
+        except UnsafeKGFile as exc:
+            log.error("refused the stored knowledge graph of %r, rebuilding it from the index: %s", collection, exc)
+            data = None
+        except (KGFormatError, OSError) as exc:
+            log.warning("stored knowledge graph of %r is unreadable, rebuilding it from the index: %s", collection, exc)
+            data = None
         if data is None or data.source_version != version:
             log.info("knowledge graph of %r is missing or older than the index: rebuilding", collection)
-            data = build_collection(self._index, self._store, collection, self._make_extractor())
+            data = extract_collection(self._index, collection, self._make_extractor())
+            try:
+                self._store.save(data)
+            except OSError as exc:
+                log.error("could not save the knowledge graph of %r (%s); using it from memory", collection, exc)
         chunks = self._index.chunks(collection)
         return KGRetriever(data, build_graph(data), chunks, embed=self._embed, settings=self._settings)

@@ -12,7 +12,8 @@ Request (Messages API, citations feature):
 Response: each `char_location` citation names a document index → a chunk id and label. Its
 `cited_text` is checked against the chunk text: kept when verbatim, repaired when it differs only
 in whitespace (the quote becomes the chunk's own text at the nearest match), dropped otherwise
-(wrong index, unknown type, not in the chunk). The shown answer is the concatenated text blocks
+(wrong index, unknown type, not in the chunk, or a knowledge-graph fact: facts are paraphrases, so
+they are never shown as quotes of the law). The shown answer is the concatenated text blocks
 with `[n]` after each block that has a kept citation; `n` numbers chunks in order of first citation;
 every `Citation.quote` is a verbatim substring of its chunk's text. Counters go to
 `Answer.diagnostics`.
@@ -227,6 +228,10 @@ def check_citation(raw: Any, documents: Sequence[ScoredChunk]) -> CheckedCitatio
     index = get("document_index")
     if not isinstance(index, int) or not 0 <= index < len(documents):
         return CheckedCitation("dropped", why=f"document_index {index!r} out of range")
+    if documents[index].kind == "kg":
+        # A graph fact is a paraphrase ("employer — must — ..."), not the regulation's wording: it may
+        # guide the answer, but a quote of it must never be shown as a quote of the law.
+        return CheckedCitation("dropped", index, why="cites a knowledge-graph fact, not the regulation's text")
     text = documents[index].chunk.text
     cited = get("cited_text") or ""
     if not cited.strip():

@@ -10,7 +10,11 @@ What weaviate-client 4.x needs from a server, and so what this fake speaks:
 It is a store with filters, not a search engine: a hybrid Search is answered by ranking the filtered
 objects by cosine similarity to the request's vector and reporting that as the score. Tests use it to
 check what the client sends (`fake.searches`, `fake.batches`: the decoded protobuf requests) and how
-the replies map back. `fake.reject = lambda props: "message" | None` makes BatchObjects fail objects.
+the replies map back. Failure knobs: `fake.reject = lambda props: "message" | None` makes BatchObjects
+fail objects; `fake.batch_abort = "message"` fails whole BatchObjects calls with gRPC INTERNAL;
+`fake.delete_limit = n` deletes at most n objects per BatchDelete (Weaviate: QUERY_MAXIMUM_RESULTS);
+`fake.delete_fails = True` reports every matched object as failed; `fake.schema_status = 500` makes
+GET /v1/schema/{name} answer that status.
 """
 from __future__ import annotations
 
@@ -116,6 +120,8 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
     def BatchObjects(self, request, context):
         state = self.fake.state
         self.fake.batches.append(request)
+        if self.fake.batch_abort:
+            context.abort(grpc.StatusCode.INTERNAL, self.fake.batch_abort)
         errors = []
         with state.lock:
             for i, obj in enumerate(request.objects):
@@ -141,7 +147,9 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
         state = self.fake.state
         with state.lock:
             bucket = state.bucket(request.collection, request.tenant)
-            doomed = [u for u, o in bucket.items() if _matches(o, request.filters)]
+            doomed = [u for u, o in bucket.items() if _matches(o, request.filters)][: self.fake.delete_limit]
+            if self.fake.delete_fails:
+                return batch_delete_pb2.BatchDeleteReply(took=0.001, matches=len(doomed), failed=len(doomed))
             if not request.dry_run:
                 for u in doomed:
                     del bucket[u]
@@ -220,6 +228,8 @@ class _RestHandler(BaseHTTPRequestHandler):
             self._send(200 if self.fake.ready else 503)
         elif path == "/v1/.well-known/openid-configuration":
             self._send(404, {"error": [{"message": "no oidc"}]})
+        elif re.fullmatch(r"/v1/schema/([^/]+)", path) and self.fake.schema_status:
+            self._send(self.fake.schema_status, {"error": [{"message": "fake Weaviate: schema unavailable"}]})
         elif m := re.fullmatch(r"/v1/schema/([^/]+)", path):
             schema = self.fake.state.schemas.get(m.group(1))
             self._send(200, schema) if schema else self._send(404)
@@ -258,6 +268,10 @@ class FakeWeaviate:
         self.batches: list[batch_pb2.BatchObjectsRequest] = []
         self.rest_requests: list[tuple[str, str, dict]] = []
         self.reject: Callable[[dict], str | None] | None = None
+        self.batch_abort = ""
+        self.delete_limit: int | None = None
+        self.delete_fails = False
+        self.schema_status = 0
         self.ready = True
         handler = type("Handler", (_RestHandler,), {"fake": self})
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
