@@ -144,9 +144,7 @@ def warm_up(components: Components) -> None:
             f"`hypa ingest FILES --collection {collection}`"
         )
         raise SlackSetupError(f"collection '{collection}' is not in the index; run {hint} first")
-    components.pipeline  # noqa: B018 - builds the embedder, generator and policy
-    components.embedder.embed_queries(["warm up"])  # loads the model (or exports it to ONNX once)
-    components.term_stats(collection)
+    components.warm_up(collection)
 
 
 async def serve(server: SlackServer, settings: Settings) -> None:

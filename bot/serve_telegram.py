@@ -130,9 +130,7 @@ def serve(settings: Settings) -> None:
         )
     metrics = Metrics()
     service = components.conversation(metrics)
-    # Load the models before the first user waits for them.
-    components.embedder.embed_queries(["warm up"])
-    components.term_stats(settings.collection)
+    components.warm_up(settings.collection)  # models, statistics, graph: before the first user waits
     server = build_telegram_server(config, service, metrics=metrics, readiness=readiness_check(components))
     mode = f"webhook {config.webhook_url} -> {config.webhook_path}" if config.webhook_mode else "polling"
     log.info("telegram bot @%s starting (%s); http on %s:%s", username, mode, settings.http_host, settings.http_port)

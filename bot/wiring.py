@@ -212,6 +212,17 @@ class Components:
             knowledge_graph=self.knowledge_graph,
         )
 
+    def warm_up(self, collection: str | None = None) -> None:
+        """Load what the first question would otherwise wait for: the pipeline (and its classifier),
+        the embedding model, the term statistics and, for graph configs, the knowledge graph."""
+        collection = collection or self.settings.collection
+        self.pipeline  # noqa: B018 - builds the embedder, generator, policy (trains a missing classifier)
+        self.embedder.embed_queries(["warm up"])  # loads the model (or exports it to ONNX once)
+        self.term_stats(collection)
+        name = self.overrides.get("config") or self.settings.retrieval_config
+        if name != "default" and get_config(name).kg and self.knowledge_graph is not None:
+            self.knowledge_graph(collection)  # loads the graph and embeds its entity names (seconds on large corpora)
+
     # --- conversations (chat adapters, `hypa feedback`) -----------------------------------------
 
     @cached_property

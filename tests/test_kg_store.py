@@ -175,3 +175,26 @@ def test_ingest_rebuilds_a_corrupt_stored_graph_instead_of_failing(tmp_path):
     doc.write_text(doc.read_text(encoding="utf-8") + "\n§ 1-102 Notice. A seller shall notify each buyer.\n", encoding="utf-8")
     assert components.ingest(doc, "toy").status == "replaced"
     assert components.kg_store.load("toy").source_version == components.index.documents("toy")
+
+
+def test_warm_up_loads_the_graph_for_graph_configs_only(tmp_path):
+    from bot.settings import Settings
+    from bot.wiring import Components
+    from storage.embedded import EmbeddedIndex
+    from storage.embedder import HashingEmbedder
+
+    class WordCountingEmbedder(HashingEmbedder):
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+    doc = tmp_path / "toy.md"
+    doc.write_text("# Toy\n\n§ 1-101 Definitions. The term “widget” means a small device.\n", encoding="utf-8")
+    loaded = {}
+    for config in ("fixed-k7", "fixed-k7-kg"):
+        components = Components(Settings(data_dir=tmp_path / "data", retrieval_config=config))
+        components.__dict__["index"] = EmbeddedIndex(tmp_path / "data" / "index", embedder=HashingEmbedder())
+        components.__dict__["embedder"] = WordCountingEmbedder()
+        components.ingest(doc, "toy")
+        components.warm_up("toy")
+        loaded[config] = bool(components.knowledge_graph._by_collection)
+    assert loaded == {"fixed-k7": False, "fixed-k7-kg": True}
