@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from pathlib import Path
@@ -41,7 +43,24 @@ def _open_store(url: str) -> ConversationStore | None:
         return ConversationStore(url)
     except (SQLAlchemyError, ImportError, OSError) as exc:
         shown = parsed.render_as_string(hide_password=True)
-        fail(f"cannot open the database {shown}: {str(exc).splitlines()[0]}")
+        fail(f"cannot open the database {shown}: {_first_line(exc)}")
+
+
+@contextmanager
+def _reading(url: str) -> Iterator[None]:
+    """A database failure while reading ratings (locked past the busy timeout, connection lost,
+    a table missing) is a one-line error, not a traceback."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        fail(f"reading the database {_shown(url)} failed: {_first_line(exc)}")
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def _no_feedback(url: str, days: int) -> None:
@@ -73,7 +92,8 @@ def report(
 
     settings = load_settings()
     store = _open_store(settings.sql_url)
-    rated = [] if store is None else store.rated_answers(since=_since(days))
+    with _reading(settings.sql_url):
+        rated = [] if store is None else store.rated_answers(since=_since(days))
     if not rated:
         _no_feedback(settings.sql_url, days)
         return
@@ -98,12 +118,14 @@ def export(
     settings = load_settings()
     store = _open_store(settings.sql_url)
     sign = {RatingFilter.up: 1, RatingFilter.down: -1, RatingFilter.all: None}[rating]
-    rated = [] if store is None else store.rated_answers(since=_since(days), rating=sign)
+    with _reading(settings.sql_url):
+        rated = [] if store is None else store.rated_answers(since=_since(days), rating=sign)
     try:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         with out_path.open("w", encoding="utf-8") as f:
             for r in rated:
-                history = store.history_before_answer(r.answer.id, settings.thread_history_turns)  # type: ignore[union-attr]
+                with _reading(settings.sql_url):
+                    history = store.history_before_answer(r.answer.id, settings.thread_history_turns)  # type: ignore[union-attr]
                 f.write(json.dumps(export_row(r, history), ensure_ascii=False) + "\n")
     except OSError as exc:
         fail(f"cannot write {out_path}: {exc}")
@@ -116,19 +138,23 @@ def export(
 
 
 def _tally_table(title: str, first: str, tallies: list[Tally]):
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
     for name in (first, "answers", "👍", "👎", "net", "% 👍"):
         table.add_column(name, justify="left" if name == first else "right")
     for t in tallies:
-        table.add_row(t.key, str(t.answers), str(t.up), str(t.down), f"{t.net:+d}", f"{t.share_up:.0%}")
+        table.add_row(escape(t.key), str(t.answers), str(t.up), str(t.down), f"{t.net:+d}", f"{t.share_up:.0%}")
     return table
 
 
 def _excerpt(text: str, limit: int) -> str:
+    """A one-line excerpt, escaped for rich: users' text such as "[/]" is shown, never parsed as markup."""
+    from rich.markup import escape
+
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return escape(flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…")
 
 
 def _print_report(result: FeedbackReview, days: int) -> None:
@@ -158,7 +184,7 @@ def _print_report(result: FeedbackReview, days: int) -> None:
             question += "\n[italic]reasons: " + "; ".join(_excerpt(x, 80) for x in s.reasons[:3]) + "[/]"
         table.add_row(
             f"{s.net:+d}", f"{s.up}/{s.down}", question, _excerpt(r.text, 200),
-            ", ".join(f"[{c.n}] {c.label}" for c in r.citations) or "—", s.answer.id,
+            _excerpt(", ".join(f"[{c.n}] {c.label}" for c in r.citations), 400) or "—", s.answer.id,
         )
     out.print(table)
 

@@ -39,7 +39,14 @@ def database_ready(store: Pingable) -> bool:
 
 def readiness(components: Any) -> dict[str, bool]:
     """{"index": ..., "database": ...} for `bot.wiring.Components` (uses .index, .store, .settings)."""
-    checks = {"index": index_ready(components.index, components.settings.collection)}
+    checks: dict[str, bool] = {}
+    try:
+        index = components.index  # built on first use: Weaviate connects here
+    except Exception as exc:  # noqa: BLE001 - e.g. Weaviate unreachable: not ready, say which check
+        log.warning("readiness: cannot open the index: %s", exc)
+        checks["index"] = False
+    else:
+        checks["index"] = index_ready(index, components.settings.collection)
     try:
         store = components.store
     except Exception as exc:  # noqa: BLE001 - e.g. the database URL is wrong: not ready, say why

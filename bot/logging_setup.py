@@ -30,7 +30,8 @@ _CREDENTIAL_SHAPES = (
     re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}"),  # Slack bot/user tokens
     re.compile(r"\bxapp-[A-Za-z0-9-]{8,}"),  # Slack app-level (Socket Mode) tokens
     re.compile(r"\bsk-ant-[A-Za-z0-9_-]{8,}"),  # Anthropic API keys
-    re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}"),  # Telegram bot tokens (also inside /bot<token>/ URLs)
+    # Telegram bot tokens, alone or inside Bot API URLs (.../bot<token>/...: no word boundary after "bot").
+    re.compile(r"(?:\b|(?<=bot))\d{6,12}:[A-Za-z0-9_-]{30,}"),
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),  # Authorization headers
     re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),  # user:password@ in URLs
 )

@@ -35,11 +35,9 @@ class Metrics:
             ["platform", "rating"], registry=self.registry,
         )
 
-    def observe_result(self, platform: str, result: PipelineResult, *, duplicate: bool = False) -> None:
-        outcome = "duplicate" if duplicate else ("refused" if result.answer.refused else "answered")
-        self.requests.labels(platform, outcome).inc()
-        if duplicate:
-            return
+    def observe_result(self, platform: str, result: PipelineResult) -> None:
+        """One answered message (duplicates: count_duplicate; pipeline failures: the service counts "error")."""
+        self.requests.labels(platform, "refused" if result.answer.refused else "answered").inc()
         for stage, ms in result.timings_ms.items():
             self.stage_seconds.labels(stage).observe(ms / 1000.0)
         usage, model = result.answer.usage, result.answer.model

@@ -138,3 +138,39 @@ def test_export_filters_by_rating(rated, env):
 )
 def test_question_type_rules(question, in_thread, expected):
     assert classify_question(question, in_thread=in_thread) == expected
+
+
+def test_question_type_of_a_huge_unpunctuated_message_is_fast():
+    """Reports classify every rated question; a 40,000-character message without punctuation (the
+    old sentence regex rescanned it from every position: ~8 s) must take milliseconds."""
+    import time
+
+    started = time.perf_counter()
+    assert classify_question("word " * 8_000) == "other"
+    assert classify_question("context " * 5_000 + ". Must I publish the results?") == "yes-no"
+    assert time.perf_counter() - started < 2.0
+
+
+def test_a_database_read_failure_is_a_clear_error(rated, env):
+    from sqlalchemy import create_engine
+
+    engine = create_engine(f"sqlite:///{env / 'bot.sqlite3'}")
+    with engine.begin() as conn:  # a damaged database: the schema says head, a table is gone
+        conn.exec_driver_sql("DROP TABLE feedback")
+    engine.dispose()
+    for command in (["feedback", "report"], ["feedback", "export", "--out", "x.jsonl"]):
+        result = runner.invoke(app, command)
+        # A clean exit (fail()), not an exception escaping with its traceback.
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), repr(result.exception)
+        assert "reading the database" in result.output and "no such table" in result.output
+
+
+def test_report_shows_markup_like_user_text_literally(env):
+    """Questions and reasons are users' text: "[/]" or "[bold]" must print as typed, not crash rich."""
+    service = build_service(env)
+    reply = service.handle(message("What does [/] mean in [bold]section 5-301?", "1.1"))
+    service.record_feedback(FeedbackEvent(reply.answer_id, "slack", "A", -1, reason="wrong [/red] part"))
+    service.store.close()
+    result = runner.invoke(app, ["feedback", "report", "--out", "r.png"])
+    assert result.exit_code == 0, result.output
+    assert "[/]" in result.output and "[bold]" in result.output and "[/red]" in result.output

@@ -102,3 +102,16 @@ def test_metrics_expose_requests_latency_tokens_errors_feedback(components):
 
 def test_metrics_disabled_is_404(components):
     assert _client(components).get("/metrics").status_code == 404
+
+
+def test_an_index_that_cannot_be_opened_is_named_not_raised(tmp_path):
+    """Weaviate unreachable when the index is first built: /readyz names the index, never a 500."""
+    class Unopenable(Components):
+        @property
+        def index(self):
+            raise ConnectionError("weaviate at http://weaviate:8080 is unreachable")
+
+    broken = Unopenable(Settings(data_dir=tmp_path, collection="toy"))
+    assert readiness(broken) == {"index": False, "database": True}
+    response = _client(broken).get("/readyz")
+    assert response.status_code == 503 and response.json()["checks"] == {"index": False, "database": True}

@@ -84,6 +84,9 @@ def test_unknown_credentials_are_caught_by_shape():
     assert redact("key sk-ant-api03-abcdefghijkl here") == f"key {REDACTED} here"
     assert redact("xapp-1-A0123-456-abcdef") == REDACTED
     assert redact("https://user:pw123@host/db") == f"https://{REDACTED}@host/db"
+    # A bot token that is not in the settings (another bot's) inside a Bot API URL.
+    url = "https://api.telegram.org/bot987654321:AAGother_bots_token_0123456789abcdef/getUpdates"
+    assert redact(url) == f"https://api.telegram.org/bot{REDACTED}/getUpdates"
     assert redact("nothing secret: 12:30, section 5-301") == "nothing secret: 12:30, section 5-301"
 
 

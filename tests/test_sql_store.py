@@ -1,7 +1,10 @@
 """ConversationStore: schema = migrations, constraints, races settled by the database."""
 from __future__ import annotations
 
+import os
+import sqlite3
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
@@ -9,22 +12,55 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import create_engine, inspect
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
 from core.conversation import FeedbackEvent, IncomingMessage, UnknownAnswer
 from core.types import Citation
 from storage.sql import AnswerRecord, ConversationStore
+from storage.sql.engine import _sqlite_on_connect
 from storage.sql.migrate import alembic_config, current_revision, head_revision
 from storage.sql.models import Base
 from storage.sql.store import insert_if_absent
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+# A PostgreSQL server URL whose user may create databases, e.g.
+# postgresql+psycopg://hypa@127.0.0.1:5432/postgres (needs `pip install "psycopg[binary]"`). When set,
+# every test on the `store_url` fixture runs on a fresh PostgreSQL database as well as on SQLite.
+POSTGRES_URL = os.environ.get("HYPA_TEST_POSTGRES_URL", "")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'fresh' / 'store.sqlite3'}"  # the store creates the folder
+        return
+    if not POSTGRES_URL:
+        pytest.skip("HYPA_TEST_POSTGRES_URL is not set: the store tests ran on SQLite only")
+    pytest.importorskip("psycopg")
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    name = f"hypa_test_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
 
 
 @pytest.fixture
-def store(tmp_path):
+def store(store_url):
+    s = ConversationStore(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path):
     s = ConversationStore(f"sqlite:///{tmp_path / 'store.sqlite3'}")
     yield s
     s.close()
@@ -60,15 +96,15 @@ def test_migrations_create_exactly_the_models_schema(store):
     )
 
 
-def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(store):
-    with store.engine.connect() as conn:
+def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(sqlite_store):
+    with sqlite_store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
 
 
-def test_reopening_and_concurrent_first_opens_migrate_once(tmp_path):
-    url = f"sqlite:///{tmp_path / 'fresh' / 'db.sqlite3'}"
+def test_reopening_and_concurrent_first_opens_migrate_once(store_url):
+    url = store_url
     errors: list[BaseException] = []
 
     def open_store():
@@ -85,6 +121,45 @@ def test_reopening_and_concurrent_first_opens_migrate_once(tmp_path):
     assert errors == []
     reopened = ConversationStore(url)
     assert current_revision(reopened.engine) == head_revision()
+    reopened.close()
+
+
+def test_connections_turning_a_new_file_to_wal_together_all_succeed(tmp_path):
+    """SQLite fails `PRAGMA journal_mode = WAL` at once, without its busy handler, while another
+    connection turns the same new file into WAL: first opens by several processes or threads must
+    retry it (this made the concurrent-first-opens test above fail now and then)."""
+    failures: list[BaseException] = []
+    modes: list[str] = []
+    for round_ in range(50):
+        path = tmp_path / f"{round_}.sqlite3"
+        barrier = threading.Barrier(4)
+
+        def connect(path=path, barrier=barrier):
+            raw = sqlite3.connect(path, check_same_thread=False)
+            barrier.wait()
+            try:
+                _sqlite_on_connect(raw, None)
+                modes.append(raw.execute("PRAGMA journal_mode").fetchone()[0])
+            except BaseException as exc:  # noqa: BLE001
+                failures.append(exc)
+            finally:
+                raw.close()
+
+        workers = [threading.Thread(target=connect) for _ in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    assert failures == [] and set(modes) == {"wal"}
+
+
+def test_database_errors_do_not_carry_message_text(store):
+    """Errors are logged with tracebacks: bound values (questions, answers) must stay out of them."""
+    with pytest.raises(IntegrityError) as caught, store.engine.begin() as conn:
+        conn.execute(Base.metadata.tables["platform_messages"].insert().values(
+            platform="slack", channel="C", message_id="what my employer must never know", answer_id="nope",
+            created_at=T0))
+    assert "what my employer must never know" not in str(caught.value)
 
 
 def test_postgresql_ddl_renders_offline(capsys):
@@ -114,6 +189,27 @@ def test_messages_are_unique_per_platform_workspace_channel_id(store):
     with store.engine.begin() as conn:
         assert not insert_if_absent(conn, Base.metadata.tables["threads"], {
             "platform": "telegram", "workspace": "telegram", "channel": "-100", "thread_key": "1.0", "created_at": T0})
+
+
+def test_a_stale_claim_is_taken_over_by_exactly_one_of_racing_redeliveries(store):
+    first = store.claim_message(msg("1"))
+    store.claim_stale_after = timedelta(hours=1)
+    assert not store.claim_message(msg("1")).owner  # fresh claim: the first worker is still answering
+    with store.engine.begin() as conn:  # that worker died two hours ago
+        conn.execute(Base.metadata.tables["messages"].update().values(claimed_at=datetime.now(UTC) - timedelta(hours=2)))
+    barrier = threading.Barrier(8)
+
+    def redeliver(_):
+        barrier.wait()
+        return store.claim_message(msg("1"))
+
+    with ThreadPoolExecutor(8) as pool:
+        claims = list(pool.map(redeliver, range(8)))
+    assert sum(c.owner for c in claims) == 1 and {c.message_pk for c in claims} == {first.message_pk}
+    answer(store, "2")  # an answered message is never taken over, however old its claim
+    with store.engine.begin() as conn:
+        conn.execute(Base.metadata.tables["messages"].update().values(claimed_at=datetime.now(UTC) - timedelta(hours=2)))
+    assert not store.claim_message(msg("2")).owner
 
 
 def test_answer_round_trip_and_one_answer_per_message(store):
@@ -154,6 +250,18 @@ def test_delivery_ids_are_claimed_once_even_concurrently(store):
     assert results.count(True) == 1
     assert store.claim_delivery("telegram", "Ev42")  # another platform's id space
     assert store.prune_deliveries(timedelta(0)) == 2 and store.claim_delivery("slack", "Ev42")
+
+
+def test_old_delivery_ids_are_forgotten_as_new_ones_arrive(store):
+    """Every platform event claims a delivery id: ids past any redelivery window must not pile up."""
+    for i in range(5):
+        store.claim_delivery("slack", f"Ev{i}")
+    with store.engine.begin() as conn:  # three of them arrived three days ago
+        table = Base.metadata.tables["deliveries"]
+        conn.execute(table.update().where(table.c.delivery_id.in_(["Ev0", "Ev1", "Ev2"])).values(
+            received_at=datetime.now(UTC) - timedelta(days=3)))
+    assert not store.claim_delivery("slack", "Ev4")  # recent ids are still remembered...
+    assert store.count_rows("deliveries") == 2  # ...and the old ones were dropped on the way
 
 
 def test_feedback_one_rating_per_rater_changes_logged(store):

@@ -64,6 +64,9 @@ MAX_REASON_CHARS = 2_000
 # A claimed message with no answer after this long belongs to a worker that died; a redelivery may
 # take it over. Far above any real answer time (the LLM budget is 60 s by default).
 DEFAULT_CLAIM_STALE_AFTER = timedelta(minutes=5)
+# Delivery ids are kept far longer than any platform redelivers (Slack retries within minutes,
+# Telegram keeps an unconfirmed update for 24 hours), then forgotten so the table stays small.
+DEFAULT_DELIVERY_RETENTION = timedelta(days=2)
 # Outcomes left out of a thread's history: they carry no conversation content.
 _NOT_HISTORY = ("invalid", "error")
 
@@ -103,8 +106,12 @@ def insert_if_absent(conn: Connection, table: Table, values: dict[str, Any]) -> 
             return True
         except IntegrityError:
             return False
-    result = conn.execute(dialect_insert(table).values(**values).on_conflict_do_nothing())
-    return result.rowcount == 1
+    statement = dialect_insert(table).values(**values).on_conflict_do_nothing()
+    if dialect == "postgresql":
+        # SQLAlchemy adds RETURNING <primary key> to a PostgreSQL INSERT, and psycopg then reports
+        # rowcount -1: ask for the inserted row instead (none comes back when the key existed).
+        return conn.execute(statement.returning(*table.primary_key.columns)).first() is not None
+    return conn.execute(statement).rowcount == 1
 
 
 def _ensure_sqlite_dir(url: str) -> None:
@@ -122,10 +129,12 @@ class ConversationStore:
         *,
         migrate: bool = True,
         claim_stale_after: timedelta = DEFAULT_CLAIM_STALE_AFTER,
+        delivery_retention: timedelta = DEFAULT_DELIVERY_RETENTION,
     ) -> None:
         _ensure_sqlite_dir(url)
         self.url = url
         self.claim_stale_after = claim_stale_after
+        self.delivery_retention = delivery_retention
         self.engine = make_engine(url)
         if migrate:
             upgrade_to_head(self.engine)
@@ -325,9 +334,14 @@ class ConversationStore:
             ).scalar_one_or_none()
 
     def claim_delivery(self, platform: str, delivery_id: str) -> bool:
+        """True the first time a delivery id is seen. Ids older than `delivery_retention` are deleted
+        on the way (an index range scan that finds nothing most of the time), so that one row per
+        platform event does not pile up for ever."""
+        now = _utcnow()
         with self.engine.begin() as conn:
+            conn.execute(_DELIVERIES.delete().where(_DELIVERIES.c.received_at < now - self.delivery_retention))
             return insert_if_absent(
-                conn, _DELIVERIES, {"platform": platform, "delivery_id": delivery_id, "received_at": _utcnow()}
+                conn, _DELIVERIES, {"platform": platform, "delivery_id": delivery_id, "received_at": now}
             )
 
     def prune_deliveries(self, older_than: timedelta) -> int:
