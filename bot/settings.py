@@ -127,9 +127,14 @@ class Settings(BaseSettings):
 
     # --- Logs --------------------------------------------------------------------------------
     log_format: Literal["json", "text"] = "text"
-    log_level: str = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # Message and answer text appear in logs only when this is set (privacy default: off).
     log_message_text: bool = False
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_log_level(cls, v):  # noqa: ANN001 - HYPA_LOG_LEVEL=info is as good as INFO
+        return v.upper() if isinstance(v, str) else v
 
     @field_validator("chunk_overlap")
     @classmethod

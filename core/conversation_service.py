@@ -28,7 +28,6 @@ log = logging.getLogger(__name__)
 # C0/C1 control characters other than tab and newline, plus lone surrogates (undecodable input):
 # they break terminals, logs and PostgreSQL text columns and mean nothing in a question.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-_MAX_ERROR_CHARS = 200
 IN_PROGRESS_NOTE = "already being answered"
 
 
@@ -119,11 +118,15 @@ class StoredConversationService:
         )
 
     def _record_from_error(self, text: str, exc: Exception, history_turns: int, started: float) -> AnswerRecord:
-        reason = _error_summary(exc)
+        # The user gets no exception text: it can name internal hosts or URLs. The details are in
+        # the log (log.exception above) and the stored note names the error class for reviewers.
         return AnswerRecord(
             question=text,
             standalone_question=text,
-            text=f"I could not answer that just now: {reason}. Please try again in a few minutes.",
+            text=(
+                f"I could not answer that just now because of an internal problem ({type(exc).__name__}); "
+                "it has been logged. Please try again in a few minutes."
+            ),
             refused=True,
             outcome="error",
             collection=self.collection or self.pipeline.default_collection,
@@ -184,10 +187,3 @@ def _reply(stored: StoredAnswer, *, duplicate: bool = False) -> Reply:
 
 def _params_dict(result: PipelineResult) -> dict:
     return {**asdict(result.params), "queries": list(result.queries)}
-
-
-def _error_summary(exc: Exception) -> str:
-    """One short line a user can read: the exception's first line, without a traceback."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    first = first[:_MAX_ERROR_CHARS].rstrip(". ")
-    return first or f"an internal error ({type(exc).__name__})"
