@@ -208,3 +208,14 @@ def test_failure_and_feedback_acknowledgements_are_explicit():
     assert "went wrong" in render_failure().text and render_failure().blocks
     assert "recorded" in feedback_acknowledgement(1, True) and "👍" in feedback_acknowledgement(1, True)
     assert "already" in feedback_acknowledgement(-1, False) and "👎" in feedback_acknowledgement(-1, False)
+
+
+def test_slack_timestamps_order_feedback_events():
+    from datetime import UTC, datetime
+
+    from adapters.slack.app import slack_time
+
+    assert slack_time("1700000000.250000") == datetime(2023, 11, 14, 22, 13, 20, 250000, tzinfo=UTC)
+    assert slack_time("1700000000.1") < slack_time("1700000000.2")
+    for missing in (None, "", "not-a-ts", "1e400"):
+        assert slack_time(missing).tzinfo is UTC  # falls back to now, never raises

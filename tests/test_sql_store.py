@@ -286,6 +286,20 @@ def test_feedback_one_rating_per_rater_changes_logged(store):
         store.record_feedback(ev(2))
 
 
+def test_events_processed_out_of_order_keep_the_raters_latest_act(store):
+    answer_id = answer(store)
+    t0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    added = FeedbackEvent(answer_id, "slack", "U1", 1, source="reaction", at=t0)
+    removed = FeedbackEvent(answer_id, "slack", "U1", 0, source="reaction", withdraws=1, at=t0 + timedelta(seconds=1))
+    # The removal is processed before the addition it withdraws (concurrent deliveries):
+    assert store.record_feedback(removed).changed is False  # nothing to remove yet...
+    assert store.record_feedback(added).changed is False  # ...but the older addition is then stale
+    assert store.current_rating(answer_id, "U1") == 0
+    # In order, a later act wins as usual.
+    again = FeedbackEvent(answer_id, "slack", "U1", 1, source="reaction", at=t0 + timedelta(seconds=2))
+    assert store.record_feedback(again).changed and store.current_rating(answer_id, "U1") == 1
+
+
 def test_removing_a_reaction_withdraws_only_the_rating_it_gave(store):
     answer_id = answer(store)
     ev = lambda rating, **kw: FeedbackEvent(answer_id, "slack", "U1", rating, **kw)

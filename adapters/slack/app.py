@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from datetime import UTC, datetime
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -58,6 +59,7 @@ from core.conversation import (
     IncomingMessage,
     Rating,
     UnknownAnswer,
+    utcnow,
 )
 
 if TYPE_CHECKING:
@@ -280,7 +282,10 @@ class SlackBot:
             )
             if answer_id is None:
                 return  # a reaction on some other message
-            feedback = FeedbackEvent(answer_id, PLATFORM, event["user"], rating, source="reaction", withdraws=withdraws)
+            feedback = FeedbackEvent(
+                answer_id, PLATFORM, event["user"], rating, source="reaction", withdraws=withdraws,
+                at=slack_time(event.get("event_ts")),  # orders an add and a remove processed out of order
+            )
             await self._call(self.service.record_feedback, feedback)
         except UnknownAnswer:
             log.info("reaction on slack message %s: answer %s is gone", item.get("ts"), answer_id)
@@ -295,7 +300,8 @@ class SlackBot:
         message = body.get("message") or {}
         thread = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
         feedback = FeedbackEvent(
-            action.get("value", ""), PLATFORM, user, FEEDBACK_ACTIONS[action["action_id"]], source="button"
+            action.get("value", ""), PLATFORM, user, FEEDBACK_ACTIONS[action["action_id"]], source="button",
+            at=slack_time(action.get("action_ts")),
         )
         try:
             outcome = await self._call(self.service.record_feedback, feedback)
@@ -374,3 +380,11 @@ def _identity(context) -> BotIdentity:
 
 def _task_name(body: dict) -> str:
     return f"slack-{body.get('event_id', 'event')}"
+
+
+def slack_time(ts: object) -> datetime:
+    """A Slack timestamp ("1700000000.123456", seconds since the epoch) as UTC; now if absent or bad."""
+    try:
+        return datetime.fromtimestamp(float(ts), UTC)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return utcnow()

@@ -237,7 +237,8 @@ class TelegramHandlers:
         # Taking a 👍 away withdraws +1 only (a 👎 click made since stays), and vice versa.
         withdraws = None if rating != 0 else (1 if THUMBS_UP in old else -1)
         event = FeedbackEvent(
-            answer_id=answer_id, platform=PLATFORM, rater=rater, rating=rating, source="reaction", withdraws=withdraws
+            answer_id=answer_id, platform=PLATFORM, rater=rater, rating=rating, source="reaction", withdraws=withdraws,
+            at=change.date,  # Telegram's time of the change: concurrent updates may be processed out of order
         )
         try:
             await asyncio.to_thread(self.service.record_feedback, event)

@@ -84,6 +84,11 @@ def new_answer_id() -> str:
     return secrets.token_urlsafe(12)
 
 
+def _as_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken to be UTC (as the UtcDateTime column type does)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -367,8 +372,10 @@ class ConversationStore:
             if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == event.answer_id)).first() is None:
                 raise UnknownAnswer(event.answer_id)
             now = _utcnow()
-            if event.rating != 0:
+            if event.rating != 0 or event.withdraws is not None:
                 # Make sure the row exists, so that the locking read below always has a row to lock.
+                # A reaction removed before its addition was processed leaves this row (rating 0 at
+                # the removal's time), so the older addition, processed next, is recognised as stale.
                 insert_if_absent(
                     conn,
                     _FEEDBACK,
@@ -376,12 +383,15 @@ class ConversationStore:
                          "source": event.source, "reason": "", "rated_at": event.at, "updated_at": now},
                 )
             current = conn.execute(
-                select(_FEEDBACK.c.rating, _FEEDBACK.c.reason).where(*key).with_for_update()
+                select(_FEEDBACK.c.rating, _FEEDBACK.c.reason, _FEEDBACK.c.rated_at).where(*key).with_for_update()
             ).first()
             previous = 0 if current is None else int(current.rating)
             reason_changed = bool(reason) and current is not None and reason != current.reason
             superseded = event.rating == 0 and event.withdraws is not None and previous != event.withdraws
-            if current is None or superseded or (previous == event.rating and not reason_changed):
+            # Platforms deliver concurrently: a reaction removed right after it was added may be
+            # processed first. The rater's act with the later platform time wins.
+            out_of_order = current is not None and _as_utc(event.at) < current.rated_at
+            if current is None or superseded or out_of_order or (previous == event.rating and not reason_changed):
                 return FeedbackOutcome(event.answer_id, previous, changed=False)  # type: ignore[arg-type]
             stored_reason = reason if event.rating != 0 else ""
             conn.execute(
