@@ -1,7 +1,14 @@
 """Shared test helpers: synthetic chunks (written for the tests, not taken from any corpus)."""
 from __future__ import annotations
 
-from core.types import Chunk, ScoredChunk
+from pathlib import Path
+
+from core.extractive import ExtractiveGenerator
+from core.pipeline import AnswerPipeline
+from core.termstats import TermStats
+from core.types import Chunk, RetrievalParams, ScoredChunk
+from storage.embedded import EmbeddedIndex
+from storage.embedder import HashingEmbedder
 
 
 def make_chunk(label: str, text: str, *, collection: str = "toy", doc_id: str = "toy-doc", heading: str = "") -> Chunk:
@@ -42,3 +49,20 @@ TOY_CHUNKS = [
 
 def scored(chunks=TOY_CHUNKS) -> list[ScoredChunk]:
     return [ScoredChunk(c, 1.0 / (i + 1)) for i, c in enumerate(chunks)]
+
+
+def toy_pipeline(index_dir: Path, generator=None) -> AnswerPipeline:
+    """A model-free pipeline over TOY_CHUNKS (collection "toy"), persisted in `index_dir`."""
+    embedder = HashingEmbedder()
+    index = EmbeddedIndex(index_dir, embedder=embedder, candidates=10)
+    if not (index_dir / "toy").exists():
+        index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
+    return AnswerPipeline(
+        index,
+        generator or ExtractiveGenerator(lambda collection: stats),
+        RetrievalParams(top_k=3, fusion="rankedFusion", alpha=0.5),
+        default_collection="toy",
+        count_tokens=lambda t: len(t.split()),
+        embed_queries=embedder.embed_queries,
+    )

@@ -15,13 +15,9 @@ from core.conversation_service import (
     clean_text,
 )
 from core.extractive import ExtractiveGenerator
-from core.pipeline import AnswerPipeline
 from core.termstats import TermStats
-from core.types import RetrievalParams
-from storage.embedded import EmbeddedIndex
-from storage.embedder import HashingEmbedder
 from storage.sql import ConversationStore
-from tests.helpers import TOY_CHUNKS
+from tests.helpers import TOY_CHUNKS, toy_pipeline
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -41,22 +37,6 @@ class RecordingGenerator:
 class DeadGenerator:
     def generate(self, question, contexts, history=(), query_vector=None):
         raise ConnectionError("the language model is unreachable (circuit open)\nretry later")
-
-
-def toy_pipeline(index_dir: Path, generator=None) -> AnswerPipeline:
-    embedder = HashingEmbedder()
-    index = EmbeddedIndex(index_dir, embedder=embedder, candidates=10)
-    if not (index_dir / "toy").exists():
-        index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
-    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
-    return AnswerPipeline(
-        index,
-        generator or ExtractiveGenerator(lambda collection: stats),
-        RetrievalParams(top_k=3, fusion="rankedFusion", alpha=0.5),
-        default_collection="toy",
-        count_tokens=lambda t: len(t.split()),
-        embed_queries=embedder.embed_queries,
-    )
 
 
 def build_service(tmp_path: Path, generator=None, metrics=None, db: str = "bot.sqlite3") -> StoredConversationService:

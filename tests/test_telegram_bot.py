@@ -23,11 +23,8 @@ from bot.metrics import Metrics
 from bot.serve_telegram import TelegramServer, build_telegram_server
 from core.conversation_service import StoredConversationService
 from core.extractive import ExtractiveGenerator
-from core.pipeline import AnswerPipeline
 from core.termstats import TermStats
-from core.types import Answer, RetrievalParams
-from storage.embedded import EmbeddedIndex
-from storage.embedder import HashingEmbedder
+from core.types import Answer
 from storage.sql import ConversationStore
 from tests.fakes.telegram_server import (
     BOT_USERNAME,
@@ -40,7 +37,7 @@ from tests.fakes.telegram_server import (
     reaction,
     user,
 )
-from tests.helpers import TOY_CHUNKS
+from tests.helpers import TOY_CHUNKS, toy_pipeline
 
 # PTB's own AIORateLimiter reads RetryAfter.retry_after, which warns about a future type change.
 pytestmark = pytest.mark.filterwarnings("ignore:Deprecated since version v22.2:DeprecationWarning")
@@ -50,22 +47,6 @@ WEBHOOK_URL = "https://bot.example.com/telegram/webhook"
 
 
 # --- the bot under test ---------------------------------------------------------------------------
-
-
-def toy_pipeline(index_dir: Path, generator=None) -> AnswerPipeline:
-    embedder = HashingEmbedder()
-    index = EmbeddedIndex(index_dir, embedder=embedder, candidates=10)
-    if not (index_dir / "toy").exists():
-        index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
-    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
-    return AnswerPipeline(
-        index,
-        generator or ExtractiveGenerator(lambda collection: stats),
-        RetrievalParams(top_k=3, fusion="rankedFusion", alpha=0.5),
-        default_collection="toy",
-        count_tokens=lambda t: len(t.split()),
-        embed_queries=embedder.embed_queries,
-    )
 
 
 class BotProcess:
