@@ -45,18 +45,24 @@ def _raised_by_sqlalchemy(exc: BaseException) -> bool:
     return False
 
 
-@serve_app.command("telegram")
-def serve_telegram() -> None:
-    """Run the Telegram bot: long polling, or webhook mode when TELEGRAM_WEBHOOK_URL is set."""
+def _run_reporting_setup_errors(run, setup_error: type[Exception]) -> None:  # noqa: ANN001
+    """Run a bot; what the operator must fix (missing tokens, bad database URL) is one line, no traceback."""
     from bot.cli_common import fail, load_settings
-    from bot.serve_telegram import ServeError, serve
 
     settings = load_settings()
     try:
         with _database_errors_reported(settings):
-            serve(settings)
-    except ServeError as exc:
+            run(settings)
+    except setup_error as exc:
         fail(str(exc))
+
+
+@serve_app.command("telegram")
+def serve_telegram() -> None:
+    """Run the Telegram bot: long polling, or webhook mode when TELEGRAM_WEBHOOK_URL is set."""
+    from bot.serve_telegram import ServeError, serve
+
+    _run_reporting_setup_errors(serve, ServeError)
 
 
 @serve_app.command("slack")
@@ -65,12 +71,6 @@ def serve_slack() -> None:
 
     Needs SLACK_BOT_TOKEN, and SLACK_SIGNING_SECRET in HTTP mode. See docs/SLACK.md.
     """
-    from bot.cli_common import fail, load_settings
     from bot.serve_slack import SlackSetupError, run
 
-    settings = load_settings()
-    try:
-        with _database_errors_reported(settings):
-            run(settings)
-    except SlackSetupError as exc:
-        fail(str(exc))
+    _run_reporting_setup_errors(run, SlackSetupError)

@@ -202,19 +202,19 @@ class ConversationStore:
             ).rowcount
             return MessageClaim(row.id, row.thread_id, owner=taken == 1)
 
-    def is_bot_thread(self, platform: str, workspace: str, channel: str, thread: str) -> bool:
+    def _thread_pk(self, platform: str, workspace: str, channel: str, thread: str) -> int | None:
         with self.engine.connect() as conn:
-            return (
-                read_only(conn).execute(
-                    select(_THREADS.c.id).where(
-                        _THREADS.c.platform == platform,
-                        _THREADS.c.workspace == workspace,
-                        _THREADS.c.channel == channel,
-                        _THREADS.c.thread_key == thread,
-                    )
-                ).first()
-                is not None
-            )
+            return read_only(conn).execute(
+                select(_THREADS.c.id).where(
+                    _THREADS.c.platform == platform,
+                    _THREADS.c.workspace == workspace,
+                    _THREADS.c.channel == channel,
+                    _THREADS.c.thread_key == thread,
+                )
+            ).scalar_one_or_none()
+
+    def is_bot_thread(self, platform: str, workspace: str, channel: str, thread: str) -> bool:
+        return self._thread_pk(platform, workspace, channel, thread) is not None
 
     def thread_history(self, thread_pk: int, turns: int, *, before_message_pk: int | None = None) -> list[Turn]:
         """The last `turns` exchanges of a thread, oldest first: user question, then the answer.
@@ -249,15 +249,7 @@ class ConversationStore:
     def history_for_thread(
         self, platform: str, workspace: str, channel: str, thread: str, turns: int
     ) -> list[Turn]:
-        with self.engine.connect() as conn:
-            thread_pk = read_only(conn).execute(
-                select(_THREADS.c.id).where(
-                    _THREADS.c.platform == platform,
-                    _THREADS.c.workspace == workspace,
-                    _THREADS.c.channel == channel,
-                    _THREADS.c.thread_key == thread,
-                )
-            ).scalar_one_or_none()
+        thread_pk = self._thread_pk(platform, workspace, channel, thread)
         return [] if thread_pk is None else self.thread_history(thread_pk, turns)
 
     def history_before_answer(self, answer_id: str, turns: int) -> list[Turn]:
