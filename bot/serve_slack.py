@@ -138,13 +138,16 @@ async def open_socket_mode(bot: SlackBot, app_token: str) -> AsyncSocketModeHand
 
 def warm_up(components: Components) -> None:
     """Load the index, models and term statistics before the first question, not during it."""
-    collection = components.settings.collection
-    if collection not in components.index.collections():
+    missing = components.missing_collections()
+    if missing:
+        collection = missing[0]
         hint = f"`hypa index build {collection}`" if collection in ("ll144", "eu-ai-act") else (
             f"`hypa ingest FILES --collection {collection}`"
         )
-        raise SlackSetupError(f"collection '{collection}' is not in the index; run {hint} first")
-    components.warm_up(collection)
+        raise SlackSetupError(
+            f"collection(s) {', '.join(repr(c) for c in missing)} not in the index; run {hint} first"
+        )
+    components.warm_up()
 
 
 async def serve(server: SlackServer, settings: Settings) -> None:

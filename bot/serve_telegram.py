@@ -123,14 +123,15 @@ def serve(settings: Settings) -> None:
     config = telegram_config(settings)
     username = check_token(config)
     components = Components(settings)
-    if settings.collection not in components.index.collections():
+    missing = components.missing_collections()
+    if missing:
         raise ServeError(
-            f"collection '{settings.collection}' is not in the index; build it first "
-            f"(`hypa index build {settings.collection}` or `hypa ingest FILES --collection {settings.collection}`)"
+            f"collection(s) {', '.join(repr(c) for c in missing)} not in the index; build them first "
+            f"(`hypa index build {missing[0]}` or `hypa ingest FILES --collection {missing[0]}`)"
         )
     metrics = Metrics()
     service = components.conversation(metrics)
-    components.warm_up(settings.collection)  # models, statistics, graph: before the first user waits
+    components.warm_up()  # models, statistics, graphs of every served collection: before the first user waits
     server = build_telegram_server(config, service, metrics=metrics, readiness=readiness_check(components))
     mode = f"webhook {config.webhook_url} -> {config.webhook_path}" if config.webhook_mode else "polling"
     log.info("telegram bot @%s starting (%s); http on %s:%s", username, mode, settings.http_host, settings.http_port)

@@ -212,16 +212,29 @@ class Components:
             knowledge_graph=self.knowledge_graph,
         )
 
+    def served_collections(self) -> list[str]:
+        """HYPA_COLLECTION and every per-workspace collection (HYPA_WORKSPACE_COLLECTIONS), once each."""
+        s = self.settings
+        return list(dict.fromkeys([s.collection, *s.workspace_collections.values()]))
+
+    def missing_collections(self) -> list[str]:
+        """Served collections the index does not have (a bot must not start without them)."""
+        present = set(self.index.collections())
+        return [c for c in self.served_collections() if c not in present]
+
     def warm_up(self, collection: str | None = None) -> None:
         """Load what the first question would otherwise wait for: the pipeline (and its classifier),
-        the embedding model, the term statistics and, for graph configs, the knowledge graph."""
-        collection = collection or self.settings.collection
+        the embedding model, the term statistics and, for graph configs, the knowledge graph.
+        Without `collection`: for every served collection."""
+        collections = [collection] if collection else self.served_collections()
         self.pipeline  # noqa: B018 - builds the embedder, generator, policy (trains a missing classifier)
         self.embedder.embed_queries(["warm up"])  # loads the model (or exports it to ONNX once)
-        self.term_stats(collection)
         name = self.overrides.get("config") or self.settings.retrieval_config
-        if name != "default" and get_config(name).kg and self.knowledge_graph is not None:
-            self.knowledge_graph(collection)  # loads the graph and embeds its entity names (seconds on large corpora)
+        uses_graph = name != "default" and get_config(name).kg and self.knowledge_graph is not None
+        for name_ in collections:
+            self.term_stats(name_)
+            if uses_graph:
+                self.knowledge_graph(name_)  # loads the graph, embeds its entity names (seconds on big corpora)
 
     # --- conversations (chat adapters, `hypa feedback`) -----------------------------------------
 
@@ -243,5 +256,6 @@ class Components:
             history_turns=s.thread_history_turns,
             metrics=metrics,
             collection=s.collection,
+            workspace_collections=s.workspace_collections,
             log_message_text=s.log_message_text,
         )

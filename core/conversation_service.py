@@ -11,6 +11,7 @@ import logging
 import re
 import time
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,7 @@ class StoredConversationService:
         history_turns: int = 6,
         metrics: Metrics | None = None,
         collection: str | None = None,
+        workspace_collections: Mapping[str, str] | None = None,
         log_message_text: bool = False,
     ) -> None:
         self.pipeline = pipeline
@@ -55,7 +57,13 @@ class StoredConversationService:
         self.history_turns = history_turns
         self.metrics = metrics
         self.collection = collection
+        # Workspace (Slack team id, Telegram chat id) -> its own collection (with Weaviate
+        # multi-tenancy, its own tenant); workspaces not listed use `collection`.
+        self.workspace_collections = dict(workspace_collections or {})
         self.log_message_text = log_message_text
+
+    def collection_for(self, workspace: str) -> str:
+        return self.workspace_collections.get(workspace) or self.collection or self.pipeline.default_collection
 
     # --- messages ------------------------------------------------------------------------------
 
@@ -65,13 +73,14 @@ class StoredConversationService:
         if not claim.owner:
             return self._duplicate(message, claim.message_pk)
         history = self.store.thread_history(claim.thread_pk, self.history_turns, before_message_pk=claim.message_pk)
+        collection = self.collection_for(message.workspace)
         started = time.perf_counter()
         try:
-            result = self.pipeline.answer(text, history, collection=self.collection)
-            record = self._record_from_result(result, len(history) // 2)
+            result = self.pipeline.answer(text, history, collection=collection)
+            record = self._record_from_result(result, len(history) // 2, collection)
         except Exception as exc:
             log.exception("answering %s message %s failed", message.platform, message.message_id)
-            record = self._record_from_error(text, exc, len(history) // 2, started)
+            record = self._record_from_error(text, exc, len(history) // 2, started, collection)
             result = None
         stored, created = self.store.store_answer(claim, record)
         if not created:  # another worker answered this message while we did
@@ -92,7 +101,7 @@ class StoredConversationService:
             return Reply(answer_id="", text="", citations=[], refused=False, note=IN_PROGRESS_NOTE, duplicate=True)
         return _reply(stored, duplicate=True)
 
-    def _record_from_result(self, result: PipelineResult, history_turns: int) -> AnswerRecord:
+    def _record_from_result(self, result: PipelineResult, history_turns: int, collection: str) -> AnswerRecord:
         answer = result.answer
         outcome: Outcome = "refused" if answer.refused else "answered"
         if answer.refused and answer.note == "invalid question":
@@ -103,7 +112,7 @@ class StoredConversationService:
             text=answer.text,
             refused=answer.refused,
             outcome=outcome,
-            collection=self.collection or self.pipeline.default_collection,
+            collection=collection,
             history_turns=history_turns,
             complexity=result.complexity,
             params=_params_dict(result),
@@ -117,7 +126,9 @@ class StoredConversationService:
             latency_ms=float(result.timings_ms.get("total", 0.0)),
         )
 
-    def _record_from_error(self, text: str, exc: Exception, history_turns: int, started: float) -> AnswerRecord:
+    def _record_from_error(
+        self, text: str, exc: Exception, history_turns: int, started: float, collection: str
+    ) -> AnswerRecord:
         # The user gets no exception text: it can name internal hosts or URLs. The details are in
         # the log (log.exception above) and the stored note names the error class for reviewers.
         return AnswerRecord(
@@ -129,7 +140,7 @@ class StoredConversationService:
             ),
             refused=True,
             outcome="error",
-            collection=self.collection or self.pipeline.default_collection,
+            collection=collection,
             history_turns=history_turns,
             note=f"error: {type(exc).__name__}",
             model="none",

@@ -229,3 +229,17 @@ def test_platform_message_links(tmp_path):
     assert service.claim_delivery("slack", "Ev1") and not service.claim_delivery("slack", "Ev1")
     assert service.thread_for_answer(answer_id) == "100.1" and service.thread_for_answer("nope") is None
     assert service.ready()
+
+
+def test_each_listed_workspace_answers_from_its_own_collection(tmp_path):
+    """HYPA_WORKSPACE_COLLECTIONS: a listed Slack team / Telegram chat searches its own collection."""
+    service = build_service(tmp_path)
+    other = TOY_CHUNKS[2].__class__(**{**TOY_CHUNKS[2].to_dict(), "collection": "ws-T9", "id": "ws:penalty"})
+    service.pipeline.index.replace_document("ws-T9", "toy-doc", "h9", [other])
+    service.workspace_collections = {"T9": "ws-T9"}
+    own = service.handle(IncomingMessage("slack", "T9", "C1", "1.0", "U1", "What is the civil penalty?", "1.0"))
+    shared = service.handle(IncomingMessage("slack", "T1", "C1", "2.0", "U1", "What is the civil penalty?", "2.0"))
+    assert [c.chunk_id for c in own.citations] == ["ws:penalty"]
+    assert own.citations and all(c.chunk_id != "ws:penalty" for c in shared.citations)
+    assert service.store.get_answer(own.answer_id).record.collection == "ws-T9"
+    assert service.store.get_answer(shared.answer_id).record.collection == "toy"

@@ -198,3 +198,17 @@ def test_warm_up_loads_the_graph_for_graph_configs_only(tmp_path):
         components.warm_up("toy")
         loaded[config] = bool(components.knowledge_graph._by_collection)
     assert loaded == {"fixed-k7": False, "fixed-k7-kg": True}
+
+
+def test_served_collections_include_every_workspace_collection_and_missing_ones_are_named(tmp_path):
+    from bot.settings import Settings
+    from bot.wiring import Components
+    from storage.embedded import EmbeddedIndex
+    from storage.embedder import HashingEmbedder
+
+    settings = Settings(data_dir=tmp_path, collection="toy", workspace_collections={"T1": "ws-T1", "T2": "toy"})
+    components = Components(settings)
+    components.__dict__["index"] = index = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder())
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    assert components.served_collections() == ["toy", "ws-T1"]
+    assert components.missing_collections() == ["ws-T1"]

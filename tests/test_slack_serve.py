@@ -66,7 +66,7 @@ def test_cli_reports_a_collection_that_is_not_built(tmp_path, monkeypatch, fake)
            "SLACK_API_BASE_URL": fake.base_url, "HYPA_DATA_DIR": str(tmp_path), "HYPA_COLLECTION": "ll144"}
     result = CliRunner().invoke(cli, ["serve", "slack"], env=env)
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
-    assert "collection 'll144' is not in the index" in result.output and "hypa index build ll144" in result.output
+    assert "collection(s) 'll144' not in the index" in result.output and "hypa index build ll144" in result.output
 
 
 def test_http_mode_mounts_events_next_to_health_and_metrics(tmp_path, fake):
