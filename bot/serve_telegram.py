@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from starlette.applications import Starlette
 from telegram import Bot
-from telegram.error import InvalidToken, NetworkError, TelegramError
+from telegram.error import BadRequest, InvalidToken, NetworkError, TelegramError
 from telegram.ext import Application
 
 from adapters.telegram import (
@@ -25,10 +25,11 @@ from adapters.telegram import (
     telegram_ready,
     webhook_route,
 )
-from core.conversation import ConversationService
+from adapters.telegram.app import ALLOWED_UPDATES
 from bot.http_app import build_http_app
 from bot.metrics import Metrics
 from bot.settings import Settings
+from core.conversation import ConversationService
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +91,20 @@ def build_telegram_server(
 
 
 def check_token(config: TelegramConfig) -> str:
-    """Ask Telegram who we are (getMe): the bot's @username, or a ServeError saying what is wrong."""
+    """Ask Telegram who we are (getMe) and, in webhook mode, register the webhook: the bot's @username,
+    or a ServeError saying what is wrong."""
 
     async def who_am_i() -> str:
         async with Bot(config.token, base_url=config.base_url, base_file_url=config.base_file_url) as bot:
+            if config.webhook_mode:
+                # Registered here first so a refused URL is one clear line; the application's start
+                # registers it again (idempotent), where a failure would be a server traceback.
+                try:
+                    await bot.set_webhook(
+                        url=config.webhook_url, secret_token=config.webhook_secret, allowed_updates=ALLOWED_UPDATES
+                    )
+                except BadRequest as exc:
+                    raise ServeError(f"Telegram refused TELEGRAM_WEBHOOK_URL {config.webhook_url}: {exc}") from None
             return bot.username
 
     try:

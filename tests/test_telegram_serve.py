@@ -72,3 +72,17 @@ def test_check_token_returns_the_bot_username_and_explains_an_unreachable_api():
     settings = Settings(telegram_bot_token="1:x", telegram_api_base_url=f"http://127.0.0.1:{port}/bot", _env_file=None)
     with pytest.raises(ServeError, match="cannot reach the Telegram Bot API"):
         check_token(telegram_config(settings))
+
+
+def test_a_webhook_url_telegram_refuses_is_a_clear_error_before_serving():
+    with FakeTelegram() as fake:
+        fake.fail_next("setWebhook", 400, "Bad Request: bad webhook: HTTPS url must be provided for webhook")
+        settings = Settings(telegram_bot_token=fake.token, telegram_api_base_url=fake.base_url,
+                            telegram_webhook_url="https://bot.example.com/telegram/webhook",
+                            telegram_webhook_secret="s3cret", _env_file=None)
+        with pytest.raises(ServeError, match="(?i)Telegram refused TELEGRAM_WEBHOOK_URL .*https url must be provided"):
+            check_token(telegram_config(settings))
+        fake.calls.clear()
+        assert check_token(telegram_config(settings)) == fake.bot_user["username"]  # accepted the second time
+        assert [c.method for c in fake.calls] == ["getMe", "setWebhook"]
+        assert fake.webhook["secret_token"] == "s3cret"
