@@ -1,11 +1,20 @@
-"""Terminal front end: renders answers with their sources and runs the interactive chat."""
+"""Terminal front end: renders answers with their sources and runs the interactive chat.
+
+`hypa chat` is an adapter like the Slack and Telegram ones: each line becomes an IncomingMessage for
+the conversation service (so the thread is stored and ratings land in the same feedback log).
+"""
 from __future__ import annotations
+
+import uuid
 
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from core.types import PipelineResult, Turn
+from core.conversation import ConversationService, FeedbackEvent, IncomingMessage, Reply
+from core.types import PipelineResult
+
+PLATFORM = "terminal"
 
 QUOTE_CHARS = 240
 
@@ -16,14 +25,7 @@ def render_result(console: Console, result: PipelineResult) -> None:
     console.print(Panel(escape(answer.text), title="answer", border_style=style))
     if answer.note:
         console.print(f"[dim]note: {escape(answer.note)}[/]")
-    seen: set[int] = set()
-    for c in answer.citations:
-        head = f"[{c.n}] {c.label}" if c.n not in seen else f"    {c.label}"
-        seen.add(c.n)
-        quote = " ".join(c.quote.split())
-        if len(quote) > QUOTE_CHARS:
-            quote = quote[: QUOTE_CHARS - 1] + "…"
-        console.print(f"[bold]{escape(head)}[/]  [dim]“{escape(quote)}”[/]")
+    _print_citations(console, answer.citations)
     if result.contexts:
         labels = []
         for sc in result.contexts:
@@ -32,13 +34,25 @@ def render_result(console: Console, result: PipelineResult) -> None:
         console.print(f"[dim]sections searched: {escape('; '.join(labels))}[/]")
 
 
-def run_chat(console: Console, pipeline, collection: str) -> None:
-    """A read-answer loop that keeps the conversation, like a thread in the bots."""
+def render_reply(console: Console, reply: Reply) -> None:
+    """A chat reply (from the conversation service): the answer and its numbered, quoted sources."""
+    style = "yellow" if reply.refused else "green"
+    console.print(Panel(escape(reply.text), title="answer", border_style=style))
+    if reply.note:
+        console.print(f"[dim]note: {escape(reply.note)}[/]")
+    _print_citations(console, reply.citations)
+
+
+def run_chat(console: Console, service: ConversationService, user: str) -> None:
+    """A read-answer loop over the conversation service, like a thread in the bots: the thread's
+    history is stored (follow-ups work), and /good or /bad rates the last answer."""
     console.print(
-        f"[bold]hypa chat[/] on collection '{collection}'. Ask a question; follow-ups use the conversation. "
-        "Type /new for a fresh conversation, /quit (or Ctrl-D) to leave."
+        "[bold]hypa chat[/]. Ask a question; follow-ups use the conversation. "
+        "/good or /bad [reason] rates the last answer, /new starts a fresh conversation, /quit (or Ctrl-D) leaves."
     )
-    history: list[Turn] = []
+    thread = _new_thread()
+    last_answer = ""
+    turn = 0
     while True:
         try:
             line = console.input("[bold cyan]you>[/] ")
@@ -46,14 +60,48 @@ def run_chat(console: Console, pipeline, collection: str) -> None:
             console.print()
             return
         text = line.strip()
-        if text in ("/quit", "/exit"):
+        command, _, rest = text.partition(" ")
+        if command in ("/quit", "/exit"):
             return
-        if text == "/new":
-            history.clear()
+        if command == "/new":
+            thread, last_answer = _new_thread(), ""
             console.print("[dim]new conversation[/]")
+            continue
+        if command in ("/good", "/bad"):
+            _rate(console, service, last_answer, user, 1 if command == "/good" else -1, rest.strip())
             continue
         if not text:
             continue
-        result = pipeline.answer(text, history, collection=collection)
-        render_result(console, result)
-        history.extend([Turn("user", text), Turn("assistant", result.answer.text)])
+        turn += 1
+        message = IncomingMessage(
+            platform=PLATFORM, workspace="local", channel=user, thread=thread, user=user, text=text,
+            message_id=f"{thread}.{turn}",
+        )
+        reply = service.handle(message)
+        render_reply(console, reply)
+        last_answer = reply.answer_id
+
+
+def _print_citations(console: Console, citations) -> None:  # noqa: ANN001 - Sequence[Citation]
+    seen: set[int] = set()
+    for c in citations:
+        head = f"[{c.n}] {c.label}" if c.n not in seen else f"    {c.label}"
+        seen.add(c.n)
+        quote = " ".join(c.quote.split())
+        if len(quote) > QUOTE_CHARS:
+            quote = quote[: QUOTE_CHARS - 1] + "…"
+        console.print(f"[bold]{escape(head)}[/]  [dim]“{escape(quote)}”[/]")
+
+
+def _rate(console: Console, service: ConversationService, answer_id: str, user: str, rating: int, reason: str) -> None:
+    if not answer_id:
+        console.print("[dim]nothing to rate yet: ask a question first[/]")
+        return
+    event = FeedbackEvent(answer_id, PLATFORM, user, rating, source="command", reason=reason)  # type: ignore[arg-type]
+    outcome = service.record_feedback(event)
+    mark = "👍" if rating > 0 else "👎"
+    console.print(f"[dim]{'rated ' + mark if outcome.changed else 'already rated ' + mark} (hypa feedback report)[/]")
+
+
+def _new_thread() -> str:
+    return f"chat-{uuid.uuid4().hex[:12]}"

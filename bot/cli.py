@@ -1,6 +1,7 @@
 """The `hypa` command line: corpora, ingestion, questions, chat, evaluation."""
 from __future__ import annotations
 
+import getpass
 import json
 import sys
 from pathlib import Path
@@ -311,6 +312,14 @@ def ask(
     _print_result(components.pipeline.answer(question, collection=collection), as_json)
 
 
+def _local_user() -> str:
+    """Who rates answers in `hypa chat` (the login name; containers may have none)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local"
+
+
 @app.command()
 def chat(
     collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Collection to search."),
@@ -322,7 +331,7 @@ def chat(
     components = _components(settings)
     collection = collection or settings.collection
     _check_collection(components, collection)
-    run_chat(out, components.pipeline, collection)
+    run_chat(out, components.conversation(collection=collection), user=_local_user())
 
 
 @app.command()

@@ -245,8 +245,11 @@ class Components:
 
         return ConversationStore(self.settings.sql_url)
 
-    def conversation(self, metrics: Metrics | None = None) -> StoredConversationService:
-        """The ConversationService the Slack and Telegram adapters call (one per process)."""
+    def conversation(
+        self, metrics: Metrics | None = None, *, collection: str | None = None
+    ) -> StoredConversationService:
+        """The ConversationService the chat adapters call (one per process); `collection` overrides
+        HYPA_COLLECTION (e.g. `hypa chat --collection`)."""
         from core.conversation_service import StoredConversationService
 
         s = self.settings
@@ -255,7 +258,7 @@ class Components:
             self.store,
             history_turns=s.thread_history_turns,
             metrics=metrics,
-            collection=s.collection,
+            collection=collection or s.collection,
             workspace_collections=s.workspace_collections,
             log_message_text=s.log_message_text,
         )

@@ -164,3 +164,18 @@ def test_dead_llm_endpoint_falls_back_to_quoted_answer_and_records_the_failure(b
     assert "Claude was unavailable" in record["note"]
     failures = (Path(built["HYPA_DATA_DIR"]) / "llm_failures.jsonl").read_text().splitlines()
     assert any("What is a bias audit?" in line for line in failures)
+
+
+def test_chat_stores_the_thread_and_rates_the_last_answer(built):
+    session = "/good\nWhat are the civil penalties?\n/bad cites the wrong section\n/bad\n/quit\n"
+    result = CliRunner().invoke(app, ["chat"], input=session, env=built)
+    assert result.exit_code == 0, result.output
+    assert "nothing to rate yet" in result.output
+    assert "rated 👎" in result.output and "already rated 👎" in result.output
+    export = Path(built["HYPA_DATA_DIR"]) / "chat_feedback.jsonl"
+    exported = CliRunner().invoke(app, ["feedback", "export", "--out", str(export)], env=built)
+    assert exported.exit_code == 0, exported.output
+    rows = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()]
+    assert [(r["platform"], r["rating"], r["question"]) for r in rows] == [
+        ("terminal", -1, "What are the civil penalties?")
+    ]
