@@ -26,7 +26,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_pipeline.py
-	$(BIN)/python bench/bench_index.py
+	$(BIN)/python bench/bench_100k.py
+	$(BIN)/python bench/bench_slack_ack.py
 
 clean-data:
 	rm -rf data/index
