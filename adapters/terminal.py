@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from core.conversation import ConversationService, FeedbackEvent, IncomingMessage, Reply
-from core.types import PipelineResult
+from core.types import Answer, PipelineResult
 
 PLATFORM = "terminal"
 
@@ -20,12 +20,8 @@ QUOTE_CHARS = 240
 
 
 def render_result(console: Console, result: PipelineResult) -> None:
-    answer = result.answer
-    style = "yellow" if answer.refused else "green"
-    console.print(Panel(escape(answer.text), title="answer", border_style=style))
-    if answer.note:
-        console.print(f"[dim]note: {escape(answer.note)}[/]")
-    _print_citations(console, answer.citations)
+    """A pipeline result (`hypa ask`): the answer, its sources, and the sections that were searched."""
+    render_reply(console, result.answer)
     if result.contexts:
         labels = []
         for sc in result.contexts:
@@ -34,13 +30,20 @@ def render_result(console: Console, result: PipelineResult) -> None:
         console.print(f"[dim]sections searched: {escape('; '.join(labels))}[/]")
 
 
-def render_reply(console: Console, reply: Reply) -> None:
-    """A chat reply (from the conversation service): the answer and its numbered, quoted sources."""
+def render_reply(console: Console, reply: Reply | Answer) -> None:
+    """An answer (a chat Reply or a pipeline Answer: the same fields) and its numbered, quoted sources."""
     style = "yellow" if reply.refused else "green"
     console.print(Panel(escape(reply.text), title="answer", border_style=style))
     if reply.note:
         console.print(f"[dim]note: {escape(reply.note)}[/]")
-    _print_citations(console, reply.citations)
+    seen: set[int] = set()
+    for c in reply.citations:
+        head = f"[{c.n}] {c.label}" if c.n not in seen else f"    {c.label}"
+        seen.add(c.n)
+        quote = " ".join(c.quote.split())
+        if len(quote) > QUOTE_CHARS:
+            quote = quote[: QUOTE_CHARS - 1] + "…"
+        console.print(f"[bold]{escape(head)}[/]  [dim]“{escape(quote)}”[/]")
 
 
 def run_chat(console: Console, service: ConversationService, user: str) -> None:
@@ -80,17 +83,6 @@ def run_chat(console: Console, service: ConversationService, user: str) -> None:
         reply = service.handle(message)
         render_reply(console, reply)
         last_answer = reply.answer_id
-
-
-def _print_citations(console: Console, citations) -> None:  # noqa: ANN001 - Sequence[Citation]
-    seen: set[int] = set()
-    for c in citations:
-        head = f"[{c.n}] {c.label}" if c.n not in seen else f"    {c.label}"
-        seen.add(c.n)
-        quote = " ".join(c.quote.split())
-        if len(quote) > QUOTE_CHARS:
-            quote = quote[: QUOTE_CHARS - 1] + "…"
-        console.print(f"[bold]{escape(head)}[/]  [dim]“{escape(quote)}”[/]")
 
 
 def _rate(console: Console, service: ConversationService, answer_id: str, user: str, rating: int, reason: str) -> None:

@@ -112,7 +112,7 @@ def _ingest(components, paths: list[Path], collection: str) -> int:
         task = progress.add_task(f"ingesting into '{collection}'", total=len(files))
         for path in files:
             progress.update(task, description=f"ingesting {path.name}")
-            outcome = components.ingest(path, collection)
+            outcome = components.ingest(path, collection, update_graph=False)
             progress.advance(task)
             if outcome.status == "failed":
                 failures += 1
@@ -121,6 +121,9 @@ def _ingest(components, paths: list[Path], collection: str) -> int:
                 err.print(f"[red]failed[/] {path}: {outcome.error}{kept}")
             else:
                 err.print(f"[green]{outcome.status}[/] {path.name}: {outcome.chunks or 'no new'} chunks")
+        if failures < len(files):  # one graph update for the whole batch (a no-op when nothing changed)
+            progress.update(task, description="updating the knowledge graph")
+            components.update_knowledge_graph(collection)
     return failures
 
 
@@ -284,11 +287,11 @@ def _index_collections(components) -> list[str]:
 def _check_collection(components, collection: str) -> None:
     known = _index_collections(components)
     if collection not in known:
-        hint = f"run `hypa index build {collection}`" if collection in ("ll144", "eu-ai-act") else (
-            f"run `hypa ingest FILES --collection {collection}`"
-        )
+        from bot.wiring import collection_hint
+
         _fail(
-            f"collection '{collection}' is not in the index ({', '.join(known) or 'the index is empty'}); {hint}"
+            f"collection '{collection}' is not in the index ({', '.join(known) or 'the index is empty'}); "
+            f"run {collection_hint(collection)}"
         )
 
 

@@ -36,3 +36,20 @@ def _variable(loc: tuple) -> str:
     """The environment variable a settings field is read from (HYPA_ prefix, upper case)."""
     name = str(loc[0]) if loc else "?"
     return name if name.isupper() else f"HYPA_{name.upper()}"
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's first line (database driver errors span many), or its class name if it has no text."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def shown_database_url(url: str) -> str:
+    """A database URL as it may be printed: password hidden."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(not a SQLAlchemy URL)"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bot.cli_common import fail, load_settings, out
+from bot.cli_common import fail, first_line, load_settings, out, shown_database_url
 
 if TYPE_CHECKING:
     from core.feedback_review import FeedbackReview, Tally
@@ -36,14 +36,14 @@ def _open_store(url: str) -> ConversationStore | None:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        fail(f"HYPA_DATABASE_URL is not a SQLAlchemy URL: {url!r}")
+        # Not echoed: a mistyped URL may still carry a password.
+        fail("HYPA_DATABASE_URL is not a SQLAlchemy URL (expected e.g. sqlite:///path or postgresql+psycopg://...)")
     if parsed.get_backend_name() == "sqlite" and parsed.database and not Path(parsed.database).exists():
         return None
     try:
         return ConversationStore(url)
     except (SQLAlchemyError, ImportError, OSError) as exc:
-        shown = parsed.render_as_string(hide_password=True)
-        fail(f"cannot open the database {shown}: {_first_line(exc)}")
+        fail(f"cannot open the database {shown_database_url(url)}: {first_line(exc)}")
 
 
 @contextmanager
@@ -55,26 +55,15 @@ def _reading(url: str) -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as exc:
-        fail(f"reading the database {_shown(url)} failed: {_first_line(exc)}")
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+        fail(f"reading the database {shown_database_url(url)} failed: {first_line(exc)}")
 
 
 def _no_feedback(url: str, days: int) -> None:
     period = f" in the last {days} days" if days else ""
     out.print(
-        f"No feedback yet{period} in {_shown(url)}. Ratings appear once people click 👍/👎 or react "
+        f"No feedback yet{period} in {shown_database_url(url)}. Ratings appear once people click 👍/👎 or react "
         "to the bot's answers in Slack or Telegram (`hypa serve slack|telegram`)."
     )
-
-
-def _shown(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def _since(days: int) -> datetime | None:
@@ -120,13 +109,15 @@ def export(
     sign = {RatingFilter.up: 1, RatingFilter.down: -1, RatingFilter.all: None}[rating]
     with _reading(settings.sql_url):
         rated = [] if store is None else store.rated_answers(since=_since(days), rating=sign)
+    histories: dict[str, list] = {}  # answer id -> its thread history (one query per answer, not per rater)
     try:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         with out_path.open("w", encoding="utf-8") as f:
             for r in rated:
-                with _reading(settings.sql_url):
-                    history = store.history_before_answer(r.answer.id, settings.thread_history_turns)  # type: ignore[union-attr]
-                f.write(json.dumps(export_row(r, history), ensure_ascii=False) + "\n")
+                if r.answer.id not in histories:
+                    with _reading(settings.sql_url):
+                        histories[r.answer.id] = store.history_before_answer(r.answer, settings.thread_history_turns)  # type: ignore[union-attr]
+                f.write(json.dumps(export_row(r, histories[r.answer.id]), ensure_ascii=False) + "\n")
     except OSError as exc:
         fail(f"cannot write {out_path}: {exc}")
     if not rated:

@@ -17,22 +17,16 @@ serve_app = typer.Typer(help="Run the bot on a chat platform.", no_args_is_help=
 def _database_errors_reported(settings: Settings) -> Iterator[None]:
     """A database that cannot be opened at start-up (bad HYPA_DATABASE_URL, no driver, server down)
     is an operator error: say so in one line, password hidden, instead of a SQLAlchemy traceback."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+    from sqlalchemy.exc import SQLAlchemyError
 
-    from bot.cli_common import fail
+    from bot.cli_common import fail, first_line, shown_database_url
 
     try:
         yield
     except (SQLAlchemyError, ModuleNotFoundError) as exc:
         if isinstance(exc, ModuleNotFoundError) and not _raised_by_sqlalchemy(exc):
             raise  # a missing module unrelated to the database driver is a bug: keep its traceback
-        try:
-            shown = make_url(settings.sql_url).render_as_string(hide_password=True)
-        except ArgumentError:
-            shown = "(not a SQLAlchemy URL)"
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        fail(f"cannot open the database {shown} (HYPA_DATABASE_URL): {first_line}")
+        fail(f"cannot open the database {shown_database_url(settings.sql_url)} (HYPA_DATABASE_URL): {first_line(exc)}")
 
 
 def _raised_by_sqlalchemy(exc: BaseException) -> bool:

@@ -138,15 +138,9 @@ async def open_socket_mode(bot: SlackBot, app_token: str) -> AsyncSocketModeHand
 
 def warm_up(components: Components) -> None:
     """Load the index, models and term statistics before the first question, not during it."""
-    missing = components.missing_collections()
-    if missing:
-        collection = missing[0]
-        hint = f"`hypa index build {collection}`" if collection in ("ll144", "eu-ai-act") else (
-            f"`hypa ingest FILES --collection {collection}`"
-        )
-        raise SlackSetupError(
-            f"collection(s) {', '.join(repr(c) for c in missing)} not in the index; run {hint} first"
-        )
+    problem = components.missing_collections_problem()
+    if problem:
+        raise SlackSetupError(problem)
     components.warm_up()
 
 

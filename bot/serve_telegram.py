@@ -134,12 +134,9 @@ def serve(settings: Settings) -> None:
     config = telegram_config(settings)
     username = check_token(config)
     components = Components(settings)
-    missing = components.missing_collections()
-    if missing:
-        raise ServeError(
-            f"collection(s) {', '.join(repr(c) for c in missing)} not in the index; build them first "
-            f"(`hypa index build {missing[0]}` or `hypa ingest FILES --collection {missing[0]}`)"
-        )
+    problem = components.missing_collections_problem()
+    if problem:
+        raise ServeError(problem)
     metrics = Metrics()
     service = components.conversation(metrics)
     components.warm_up()  # models, statistics, graphs of every served collection: before the first user waits

@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from storage.sql import ConversationStore
 
 
+def collection_hint(collection: str) -> str:
+    """The command that creates a collection: the manifest corpora are built, anything else ingested."""
+    if collection in ("ll144", "eu-ai-act"):
+        return f"`hypa index build {collection}`"
+    return f"`hypa ingest FILES --collection {collection}`"
+
+
 class TermStatsCache:
     """Per-collection term statistics, recomputed only when the collection's documents change.
 
@@ -81,9 +88,10 @@ class Components:
     def term_stats(self) -> TermStatsCache:
         return TermStatsCache(self.index)
 
-    def ingest(self, path: Path, collection: str) -> IngestOutcome:
+    def ingest(self, path: Path, collection: str, *, update_graph: bool = True) -> IngestOutcome:
         """Chunk one file into the index, embed the sentences answers may quote from it, and update
-        the collection's knowledge graph."""
+        the collection's knowledge graph (`update_graph=False`: the caller ingests several files and
+        calls update_knowledge_graph once after the last, instead of re-extracting after each)."""
         s = self.settings
         outcome = ingest_file(
             path,
@@ -94,7 +102,7 @@ class Components:
             count_tokens=self.embedder.count_tokens,
             after_replace=lambda chunks: self.sentence_vectors.add(candidate_sentences(chunks)),
         )
-        if outcome.status != "failed":
+        if update_graph and outcome.status != "failed":
             self.update_knowledge_graph(collection)
         return outcome
 
@@ -120,15 +128,9 @@ class Components:
         """Re-extract the collection's triplets unless the stored graph already matches the index."""
         if self.settings.kg_extractor == "none":
             return
-        from core.kg.build import build_collection
-        from core.kg.model import KGFormatError
-        from storage.kg_store import UnsafeKGFile
+        from core.kg.build import build_collection, stored_if_current
 
-        try:
-            stored = self.kg_store.load(collection)
-        except (KGFormatError, UnsafeKGFile, OSError):  # an unreadable or refused file is rebuilt, not fatal
-            stored = None
-        if stored is None or stored.source_version != self.index.documents(collection):
+        if stored_if_current(self.kg_store, collection, self.index.documents(collection)) is None:
             build_collection(self.index, self.kg_store, collection, self.triplet_extractor())
 
     @cached_property
@@ -221,6 +223,17 @@ class Components:
         """Served collections the index does not have (a bot must not start without them)."""
         present = set(self.index.collections())
         return [c for c in self.served_collections() if c not in present]
+
+    def missing_collections_problem(self) -> str | None:
+        """Why a bot cannot start yet (served collections missing from the index, and the command
+        that creates the first), or None when every served collection is there."""
+        missing = self.missing_collections()
+        if not missing:
+            return None
+        return (
+            f"collection(s) {', '.join(repr(c) for c in missing)} not in the index; "
+            f"run {collection_hint(missing[0])} first"
+        )
 
     def warm_up(self, collection: str | None = None) -> None:
         """Load what the first question would otherwise wait for: the pipeline (and its classifier),

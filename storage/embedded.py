@@ -40,7 +40,7 @@ import numpy as np
 
 from core.types import Chunk, ScoredChunk
 from storage.embedder import TextEmbedder
-from storage.fusion import FUSION_METHODS, Hit, fuse
+from storage.fusion import Hit, check_hybrid_args, fuse
 from storage.index import FusionMethod
 
 FORMAT_VERSION = 1
@@ -333,10 +333,7 @@ class EmbeddedIndex:
         alpha: float = 0.5,
         vector: Sequence[float] | None = None,
     ) -> list[ScoredChunk]:
-        if fusion not in FUSION_METHODS:
-            raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSION_METHODS)}")
-        if not 0.0 <= alpha <= 1.0:
-            raise ValueError(f"alpha must be within [0, 1], got {alpha}")
+        check_hybrid_args(fusion, alpha)
         snap = self._snapshot(collection)
         if limit < 1 or len(snap) == 0:
             return []

@@ -54,6 +54,13 @@ def _check_alpha(alpha: float) -> None:
         raise ValueError(f"alpha must be within [0, 1], got {alpha}")
 
 
+def check_hybrid_args(fusion: str, alpha: float) -> None:
+    """ValueError for a fusion method or alpha a hybrid query does not accept (every index backend)."""
+    if fusion not in FUSION_METHODS:
+        raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSION_METHODS)}")
+    _check_alpha(alpha)
+
+
 def _weighted_sets(
     keyword: Sequence[Hit], vector: Sequence[Hit], alpha: float
 ) -> list[tuple[float, Sequence[Hit]]]:

@@ -19,15 +19,14 @@ reader never sees half a file.
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import pickletools
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from core.kg.model import KGData, KGFormatError
+from storage.files import atomic_write_bytes
 
 PICKLE_PROTOCOL = 4
 _PLAIN = (dict, list, tuple, str, int, float, bool, type(None))
@@ -132,9 +131,6 @@ class KGStore:
             raise ValueError(f"invalid collection name {collection!r}")
         return self.directory / f"{collection}.kg.pkl"
 
-    def exists(self, collection: str) -> bool:
-        return self.path(collection).is_file()
-
     def stamp(self, collection: str) -> tuple[int, int, int] | None:
         """(inode, size, mtime in ns) of the stored file, None without one: changes whenever a
         save replaces it (saves go through a new file moved into place), so caches can follow it."""
@@ -146,18 +142,7 @@ class KGStore:
 
     def save(self, data: KGData) -> Path:
         path = self.path(data.collection)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = pickle.dumps(data.to_plain(), protocol=PICKLE_PROTOCOL)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".kg.pkl", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(payload)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(path, pickle.dumps(data.to_plain(), protocol=PICKLE_PROTOCOL))
         return path
 
     def load(self, collection: str) -> KGData | None:

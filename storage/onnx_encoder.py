@@ -82,11 +82,7 @@ def export_onnx(model_dir: Path, out_path: Path, max_tokens: int) -> None:
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
 
-    from tokenizers import Tokenizer
-
-    reference_tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    reference_tokenizer.enable_truncation(max_tokens)
-    reference_tokenizer.enable_padding()
+    reference_tokenizer = _padded_tokenizer(model_dir / "tokenizer.json", max_tokens)
     # The PyTorch vectors are taken before exporting: the export leaves the module in a state
     # (training flags) whose outputs no longer match eval mode.
     want = _torch_mean_pooled(base, reference_tokenizer, list(_CHECK_TEXTS))
@@ -137,6 +133,17 @@ def _torch_mean_pooled(model, tokenizer: Tokenizer, texts: list[str]) -> np.ndar
     return _mean_pool_normalise(hidden, mask)
 
 
+def _padded_tokenizer(tokenizer_path: Path, max_tokens: int) -> Tokenizer:
+    """The tokenizer as the model sees text: cut at sentence-transformers' max_seq_length ([CLS] and
+    [SEP] included), batches padded to their longest text."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    tokenizer.enable_truncation(max_tokens)
+    tokenizer.enable_padding()
+    return tokenizer
+
+
 def _tokenize(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     encodings = tokenizer.encode_batch(texts)
     ids = np.array([e.ids for e in encodings], dtype=np.int64)
@@ -156,12 +163,8 @@ class OnnxEncoder:
 
     def __init__(self, onnx_path: Path, tokenizer_path: Path, max_tokens: int, threads: int | None = None) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        # The same cut as sentence-transformers' max_seq_length ([CLS] and [SEP] included).
-        self.tokenizer.enable_truncation(max_tokens)
-        self.tokenizer.enable_padding()
+        self.tokenizer = _padded_tokenizer(tokenizer_path, max_tokens)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         options.log_severity_level = 3  # warnings about unused initializers are noise here

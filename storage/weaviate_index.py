@@ -36,7 +36,7 @@ import numpy as np
 from core.types import Chunk, ScoredChunk
 from storage.embedded import BM25_PARAMS, CollectionNotFound, embedded_view
 from storage.embedder import TextEmbedder
-from storage.fusion import FUSION_METHODS
+from storage.fusion import check_hybrid_args
 from storage.index import FusionMethod, IndexUnavailable, IndexWriteError
 
 # Weaviate's hybrid query takes max(100, limit) hits from each sub-search before fusing
@@ -217,10 +217,7 @@ def build_hybrid_kwargs(
     """Arguments of `collection.query.hybrid`: alpha and fusion always explicit, one BM25 field."""
     from weaviate.classes.query import HybridFusion, MetadataQuery
 
-    if fusion not in FUSION_METHODS:
-        raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSION_METHODS)}")
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be within [0, 1], got {alpha}")
+    check_hybrid_args(fusion, alpha)
     return {
         "query": query,
         "vector": [float(x) for x in vector],

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.conversation_service import StoredConversationService
 from core.extractive import ExtractiveGenerator
 from core.pipeline import AnswerPipeline
 from core.termstats import TermStats
 from core.types import Chunk, RetrievalParams, ScoredChunk
 from storage.embedded import EmbeddedIndex
 from storage.embedder import HashingEmbedder
+from storage.sql import ConversationStore
 
 
 def make_chunk(label: str, text: str, *, collection: str = "toy", doc_id: str = "toy-doc", heading: str = "") -> Chunk:
@@ -51,18 +53,31 @@ def scored(chunks=TOY_CHUNKS) -> list[ScoredChunk]:
     return [ScoredChunk(c, 1.0 / (i + 1)) for i, c in enumerate(chunks)]
 
 
+def toy_generator() -> ExtractiveGenerator:
+    """The offline answer generator with term statistics of TOY_CHUNKS."""
+    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
+    return ExtractiveGenerator(lambda collection: stats)
+
+
 def toy_pipeline(index_dir: Path, generator=None) -> AnswerPipeline:
     """A model-free pipeline over TOY_CHUNKS (collection "toy"), persisted in `index_dir`."""
     embedder = HashingEmbedder()
     index = EmbeddedIndex(index_dir, embedder=embedder, candidates=10)
     if not (index_dir / "toy").exists():
         index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
-    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
     return AnswerPipeline(
         index,
-        generator or ExtractiveGenerator(lambda collection: stats),
+        generator or toy_generator(),
         RetrievalParams(top_k=3, fusion="rankedFusion", alpha=0.5),
         default_collection="toy",
         count_tokens=lambda t: len(t.split()),
         embed_queries=embedder.embed_queries,
+    )
+
+
+def toy_service(data_dir: Path, generator=None, metrics=None, db: str = "bot.sqlite3") -> StoredConversationService:
+    """The stored conversation service over `toy_pipeline` and a SQLite store, both under `data_dir`."""
+    store = ConversationStore(f"sqlite:///{data_dir / db}")
+    return StoredConversationService(
+        toy_pipeline(data_dir / "index", generator), store, history_turns=6, metrics=metrics, collection="toy"
     )

@@ -43,11 +43,12 @@ def toy_settings(data_dir: Path, api_base_url: str, **overrides) -> Settings:
     return Settings(_env_file=None, **values)
 
 
-def toy_components(settings: Settings) -> Components:
-    """Components whose embedder is model-free; the toy chunks are indexed once per data dir."""
+def toy_components(settings: Settings, *, indexed: bool = True) -> Components:
+    """Components whose embedder is model-free; unless `indexed=False`, the toy chunks are indexed once
+    per data dir."""
     components = Components(settings)
     components.embedder = ToyEmbedder()  # type: ignore[misc] - overrides the cached_property
-    if COLLECTION not in components.index.collections():
+    if indexed and COLLECTION not in components.index.collections():
         components.index.replace_document(COLLECTION, "toy-doc", "toy-v1", TOY_CHUNKS)
         components.sentence_vectors.add(candidate_sentences(TOY_CHUNKS))
     return components

@@ -3,21 +3,13 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from bot.metrics import Metrics
 from core.conversation import FeedbackEvent, IncomingMessage, UnknownAnswer
-from core.conversation_service import (
-    IN_PROGRESS_NOTE,
-    StoredConversationService,
-    clean_text,
-)
-from core.extractive import ExtractiveGenerator
-from core.termstats import TermStats
-from storage.sql import ConversationStore
-from tests.helpers import TOY_CHUNKS, toy_pipeline
+from core.conversation_service import IN_PROGRESS_NOTE, clean_text
+from tests.helpers import TOY_CHUNKS, toy_generator, toy_service
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -39,13 +31,6 @@ class DeadGenerator:
         raise ConnectionError("the language model is unreachable (circuit open)\nretry later")
 
 
-def build_service(tmp_path: Path, generator=None, metrics=None, db: str = "bot.sqlite3") -> StoredConversationService:
-    store = ConversationStore(f"sqlite:///{tmp_path / db}")
-    return StoredConversationService(
-        toy_pipeline(tmp_path / "index", generator), store, history_turns=6, metrics=metrics, collection="toy"
-    )
-
-
 def message(text: str, message_id: str, *, thread: str = "100.1", minutes: int = 0, **kw) -> IncomingMessage:
     fields = {"platform": "slack", "workspace": "T1", "channel": "C1", "thread": thread, "user": "U1", "text": text,
                   "message_id": message_id, "sent_at": T0 + timedelta(minutes=minutes)}
@@ -55,7 +40,7 @@ def message(text: str, message_id: str, *, thread: str = "100.1", minutes: int =
 
 def test_answer_is_stored_with_how_it_was_made(tmp_path):
     metrics = Metrics()
-    service = build_service(tmp_path, metrics=metrics)
+    service = toy_service(tmp_path, metrics=metrics)
     reply = service.handle(message("What is the civil penalty for a first violation?", "100.1"))
     assert not reply.refused and not reply.duplicate and reply.citations
     assert 16 <= len(reply.answer_id) <= 22 and len(f"fb:+1:{reply.answer_id}".encode()) <= 64
@@ -70,12 +55,12 @@ def test_answer_is_stored_with_how_it_was_made(tmp_path):
 
 
 def test_follow_up_uses_the_stored_thread_history_and_survives_a_restart(tmp_path):
-    first = build_service(tmp_path)
+    first = toy_service(tmp_path)
     first.handle(message("How must a seller notify buyers before selling a widget?", "100.1"))
     first.store.close()
     # A new process: new store and service on the same SQLite file.
-    generator = RecordingGenerator(ExtractiveGenerator(lambda c: TermStats.from_texts(x.text for x in TOY_CHUNKS)))
-    second = build_service(tmp_path, generator=generator)
+    generator = RecordingGenerator(toy_generator())
+    second = toy_service(tmp_path, generator=generator)
     reply = second.handle(message("What are the methods?", "100.2", minutes=1))
     question, history = generator.calls[-1]
     assert [t.role for t in history] == ["user", "assistant"]
@@ -91,7 +76,7 @@ def test_follow_up_uses_the_stored_thread_history_and_survives_a_restart(tmp_pat
 
 
 def test_history_is_limited_to_the_last_turns_in_order(tmp_path):
-    service = build_service(tmp_path)
+    service = toy_service(tmp_path)
     service.history_turns = 2
     for i, q in enumerate(["What is a widget audit?", "Who is a reviewer?", "What is the penalty?"]):
         service.handle(message(q, f"100.{i + 1}", minutes=i))
@@ -101,7 +86,7 @@ def test_history_is_limited_to_the_last_turns_in_order(tmp_path):
 
 def test_duplicate_delivery_returns_the_stored_reply(tmp_path):
     metrics = Metrics()
-    service = build_service(tmp_path, metrics=metrics)
+    service = toy_service(tmp_path, metrics=metrics)
     first = service.handle(message("What is a widget audit?", "100.1"))
     again = service.handle(message("What is a widget audit?", "100.1"))
     assert again.duplicate and again.answer_id == first.answer_id and again.text == first.text
@@ -110,7 +95,7 @@ def test_duplicate_delivery_returns_the_stored_reply(tmp_path):
 
 
 def test_concurrent_deliveries_of_one_message_produce_one_answer(tmp_path):
-    service = build_service(tmp_path)
+    service = toy_service(tmp_path)
     replies, barrier = [], threading.Barrier(8)
 
     def deliver():
@@ -132,7 +117,7 @@ def test_concurrent_deliveries_of_one_message_produce_one_answer(tmp_path):
 
 
 def test_a_dead_workers_claim_is_taken_over_by_a_redelivery(tmp_path):
-    service = build_service(tmp_path)
+    service = toy_service(tmp_path)
     msg = message("What is a widget audit?", "100.1")
     claim = service.store.claim_message(msg)  # a worker claimed it, then died before answering
     in_progress = service.handle(msg)
@@ -154,7 +139,7 @@ def test_a_dead_workers_claim_is_taken_over_by_a_redelivery(tmp_path):
     ],
 )
 def test_bad_input_gets_a_clear_stored_reply(tmp_path, text, expect):
-    service = build_service(tmp_path)
+    service = toy_service(tmp_path)
     reply = service.handle(message(text, "100.1"))
     assert reply.refused and expect in reply.text
     stored = service.store.get_answer(reply.answer_id).record
@@ -164,7 +149,7 @@ def test_bad_input_gets_a_clear_stored_reply(tmp_path, text, expect):
 
 
 def test_control_characters_and_non_english_text_are_answered(tmp_path):
-    service = build_service(tmp_path)
+    service = toy_service(tmp_path)
     reply = service.handle(message("What\x00 is\x07 a widget\u200b audit?\x1b", "100.1"))
     stored = service.store.get_answer(reply.answer_id).record
     assert reply.text and "\x00" not in stored.question and "\x07" not in stored.question
@@ -180,7 +165,7 @@ def test_clean_text_keeps_newlines_and_drops_controls():
 
 def test_pipeline_failure_becomes_a_clear_stored_counted_reply(tmp_path):
     metrics = Metrics()
-    service = build_service(tmp_path, generator=DeadGenerator(), metrics=metrics)
+    service = toy_service(tmp_path, generator=DeadGenerator(), metrics=metrics)
     reply = service.handle(message("What is the civil penalty?", "100.1"))
     assert reply.refused and reply.text.startswith("I could not answer that just now because of an internal problem")
     assert "ConnectionError" in reply.text
@@ -195,7 +180,7 @@ def test_pipeline_failure_becomes_a_clear_stored_counted_reply(tmp_path):
 
 
 def test_missing_collection_is_reported_not_raised(tmp_path):
-    service = build_service(tmp_path)
+    service = toy_service(tmp_path)
     service.collection = "no-such-collection"
     reply = service.handle(message("What is the civil penalty?", "100.1"))
     assert reply.refused and "internal problem (CollectionNotFound)" in reply.text
@@ -204,7 +189,7 @@ def test_missing_collection_is_reported_not_raised(tmp_path):
 
 def test_feedback_through_the_service_counts_changes_only(tmp_path):
     metrics = Metrics()
-    service = build_service(tmp_path, metrics=metrics)
+    service = toy_service(tmp_path, metrics=metrics)
     answer_id = service.handle(message("What is a widget audit?", "100.1")).answer_id
     up = FeedbackEvent(answer_id, "slack", "U2", 1, source="reaction")
     assert service.record_feedback(up).changed
@@ -218,7 +203,7 @@ def test_feedback_through_the_service_counts_changes_only(tmp_path):
 
 
 def test_platform_message_links(tmp_path):
-    service = build_service(tmp_path)
+    service = toy_service(tmp_path)
     answer_id = service.handle(message("What is a widget audit?", "100.1")).answer_id
     service.link_platform_message(answer_id, "slack", "C1", "100.2")
     service.link_platform_message(answer_id, "slack", "C1", "100.2")  # idempotent
@@ -233,7 +218,7 @@ def test_platform_message_links(tmp_path):
 
 def test_each_listed_workspace_answers_from_its_own_collection(tmp_path):
     """HYPA_WORKSPACE_COLLECTIONS: a listed Slack team / Telegram chat searches its own collection."""
-    service = build_service(tmp_path)
+    service = toy_service(tmp_path)
     other = TOY_CHUNKS[2].__class__(**{**TOY_CHUNKS[2].to_dict(), "collection": "ws-T9", "id": "ws:penalty"})
     service.pipeline.index.replace_document("ws-T9", "toy-doc", "h9", [other])
     service.workspace_collections = {"T9": "ws-T9"}

@@ -1,14 +1,7 @@
 """The extractive generator quotes only retrieved text, cites it, and abstains when it must."""
 from __future__ import annotations
 
-from core.extractive import ExtractiveGenerator
-from core.termstats import TermStats
-from tests.helpers import TOY_CHUNKS, scored
-
-
-def _generator() -> ExtractiveGenerator:
-    stats = TermStats.from_texts(c.text for c in TOY_CHUNKS)
-    return ExtractiveGenerator(lambda collection: stats)
+from tests.helpers import scored, toy_generator
 
 
 def _contexts_by_id():
@@ -16,7 +9,7 @@ def _contexts_by_id():
 
 
 def test_answer_quotes_the_rule_and_cites_it():
-    answer = _generator().generate("How many business days before selling must a seller notify buyers?", scored())
+    answer = toy_generator().generate("How many business days before selling must a seller notify buyers?", scored())
     assert not answer.refused
     assert "ten business days" in answer.text
     assert any(c.label == "Toy Code § 1-102(a)" for c in answer.citations)
@@ -30,7 +23,7 @@ def test_every_quote_is_verbatim_in_its_chunk_and_answer_only_contains_quotes():
         "What is the civil penalty for a subsequent violation?",
         "How can notice be given?",
     ):
-        answer = _generator().generate(q, scored())
+        answer = toy_generator().generate(q, scored())
         assert not answer.refused, q
         assert answer.citations
         rest = answer.text
@@ -42,18 +35,18 @@ def test_every_quote_is_verbatim_in_its_chunk_and_answer_only_contains_quotes():
 
 
 def test_citation_numbers_follow_first_use():
-    answer = _generator().generate("What is the civil penalty and how many days notice before selling?", scored())
+    answer = toy_generator().generate("What is the civil penalty and how many days notice before selling?", scored())
     numbers = [c.n for c in answer.citations]
     assert numbers[0] == 1 and sorted(set(numbers)) == list(range(1, max(numbers) + 1))
 
 
 def test_question_the_provisions_do_not_address_is_refused_without_citations():
-    answer = _generator().generate("What colour must the packaging of a gadget be in Norway?", scored())
+    answer = toy_generator().generate("What colour must the packaging of a gadget be in Norway?", scored())
     assert answer.refused
     assert answer.citations == []
     assert "don't address" in answer.text
 
 
 def test_no_contexts_means_refusal():
-    answer = _generator().generate("What is a widget audit?", [])
+    answer = toy_generator().generate("What is a widget audit?", [])
     assert answer.refused and answer.citations == []

@@ -11,7 +11,8 @@ from bot.cli import app
 from core.conversation import FeedbackEvent
 from core.eval.run import read_items
 from core.question_type import classify_question
-from tests.test_conversation_service import build_service, message
+from tests.helpers import toy_service
+from tests.test_conversation_service import message
 
 runner = CliRunner()
 
@@ -29,7 +30,7 @@ def env(tmp_path, monkeypatch):
 @pytest.fixture
 def rated(env):
     """Three answers in two threads (one a follow-up), rated by several people over three days."""
-    service = build_service(env)
+    service = toy_service(env)
     now = datetime.now(UTC)
     notice = service.handle(message("How must a seller notify buyers before selling a widget?", "1.1", minutes=0))
     follow = service.handle(message("What are the methods?", "1.2", minutes=1))
@@ -74,7 +75,7 @@ def test_report_and_export_without_feedback_say_so(env):
     result = runner.invoke(app, ["feedback", "report"])
     assert result.exit_code == 0 and "No feedback yet" in result.output
     assert not (env / "feedback_report.png").exists()
-    build_service(env).store.close()  # the database exists, still no ratings
+    toy_service(env).store.close()  # the database exists, still no ratings
     result = runner.invoke(app, ["feedback", "export", "--out", "x.jsonl"])
     assert result.exit_code == 0 and "No feedback yet" in result.output
     assert (env / "x.jsonl").read_text() == ""
@@ -167,7 +168,7 @@ def test_a_database_read_failure_is_a_clear_error(rated, env):
 
 def test_report_shows_markup_like_user_text_literally(env):
     """Questions and reasons are users' text: "[/]" or "[bold]" must print as typed, not crash rich."""
-    service = build_service(env)
+    service = toy_service(env)
     reply = service.handle(message("What does [/] mean in [bold]section 5-301?", "1.1"))
     service.record_feedback(FeedbackEvent(reply.answer_id, "slack", "A", -1, reason="wrong [/red] part"))
     service.store.close()

@@ -61,6 +61,7 @@ def test_ingest_then_build_with_the_cli(tmp_path, monkeypatch):
     env = _env(tmp_path / "data")
     ingest = CliRunner().invoke(app, ["ingest", str(doc), "--collection", "rules"], env=env)
     assert ingest.exit_code == 0, ingest.output
+    assert (tmp_path / "data" / "kg" / "rules.kg.pkl").is_file()  # `hypa ingest` updates the graph once at the end
     built = CliRunner().invoke(app, ["kg", "build", "--collection", "rules"], env=env)
     assert built.exit_code == 0, built.output
     assert "triplets (offline)" in built.output

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from types import SimpleNamespace
 
@@ -92,7 +93,8 @@ def test_cache_save_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch):
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(json, "dump", disk_full)
+    # Fails once the temporary file has been created and written (when it is flushed to disk).
+    monkeypatch.setattr(os, "fsync", disk_full)
     with pytest.raises(OSError):
         cache.save()
     assert list(tmp_path.iterdir()) == []

@@ -20,6 +20,7 @@ from tests.fakes.slack_server import (
     BOT_USER_ID,
     FakeSlack,
     block_actions,
+    block_texts,
     envelope,
     mention_event,
     message_event,
@@ -72,14 +73,8 @@ def answer_in_thread(fake: FakeSlack, channel: str, thread_ts: str, timeout_s: f
     return fake.wait_for(done, timeout_s, what=f"an answer in thread {thread_ts}")[-1]
 
 
-def block_texts(blocks: list[dict]) -> str:
-    parts = []
-    for b in blocks:
-        if b["type"] == "section":
-            parts.append(b["text"]["text"])
-        elif b["type"] == "context":
-            parts.extend(e["text"] for e in b["elements"])
-    return "\n".join(parts)
+def shown_text(blocks: list[dict]) -> str:
+    return "\n".join(block_texts(blocks))
 
 
 def buttons(blocks: list[dict]) -> dict[str, str]:
@@ -122,7 +117,7 @@ def test_mention_is_acked_then_answered_in_its_thread_with_sources_and_buttons(b
     assert placeholder.token == BOT_TOKEN
     update = fake.calls_to("chat.update")[0]
     assert update.params["ts"] == message.ts and len(fake.thread("C0LEGAL", event["ts"])) == 1
-    text = block_texts(message.blocks)
+    text = shown_text(message.blocks)
     assert "$500" in text and "*[1]* Toy Code § 1-103" in text  # cites the provision with its label
     answer_id = buttons(message.blocks)[ACTION_UPVOTE]
     assert buttons(message.blocks) == {ACTION_UPVOTE: answer_id, ACTION_DOWNVOTE: answer_id}
@@ -147,7 +142,7 @@ def test_follow_up_in_the_bots_thread_needs_no_mention_and_uses_the_history(bot,
     answer_id = buttons(second.blocks)[ACTION_UPVOTE]
     record = bot.store.get_answer(answer_id).record
     assert record.history_turns == 1  # the first question and answer were passed along
-    assert "$1,500" in block_texts(second.blocks)
+    assert "$1,500" in shown_text(second.blocks)
 
 
 def test_thread_replies_elsewhere_and_plain_channel_messages_are_left_alone(bot, fake):
@@ -163,7 +158,7 @@ def test_direct_message_is_answered_in_a_thread(bot, fake):
                        channel_type="im")
     assert bot.slack.send(envelope(dm)).status_code == 200
     message = answer_in_thread(fake, "D0ALICE", dm["ts"])
-    assert "ten business days" in block_texts(message.blocks)
+    assert "ten business days" in shown_text(message.blocks)
 
 
 def test_one_message_delivered_as_app_mention_and_message_is_answered_once(bot, fake):
@@ -298,7 +293,7 @@ def test_bad_inputs_each_get_a_clear_reply_in_their_thread(bot, fake):
         sent[name] = event
     for name, event in sent.items():
         message = answer_in_thread(fake, event["channel"], event["ts"])
-        text = block_texts(message.blocks)
+        text = shown_text(message.blocks)
         assert text.strip() and text != PLACEHOLDER_TEXT, name
         assert BAD_INPUTS[name][2] in text, (name, text)
         assert ACTION_UPVOTE in buttons(message.blocks), name
@@ -308,7 +303,7 @@ def test_rate_limited_web_api_calls_are_retried_after_retry_after(bot, fake):
     fake.fail_next("chat.postMessage", status=429, retry_after=0)
     fake.fail_next("chat.update", status=429, retry_after=0)
     event, message = ask(bot, fake)
-    assert "$500" in block_texts(message.blocks)
+    assert "$500" in shown_text(message.blocks)
     assert len(fake.calls_to("chat.postMessage")) == 2 and len(fake.calls_to("chat.update")) == 2
     assert len(fake.thread(event["channel"], event["ts"])) == 1
 
@@ -321,7 +316,7 @@ def test_an_internal_failure_is_told_to_the_user(bot, fake, monkeypatch):
     errors_before = metric(bot, errors)
     monkeypatch.setattr(bot.server.bot.service, "handle", broken)
     _, message = ask(bot, fake)
-    assert FAILURE_TEXT in block_texts(message.blocks)
+    assert FAILURE_TEXT in shown_text(message.blocks)
     assert metric(bot, errors) - errors_before == 1
 
 
@@ -336,7 +331,7 @@ def test_a_failing_delivery_claim_still_answers_once(bot, fake, monkeypatch):
     errors_before = metric(bot, errors)
     monkeypatch.setattr(bot.server.bot.service, "claim_delivery", broken)
     event, message = ask(bot, fake)
-    assert "$500" in block_texts(message.blocks)
+    assert "$500" in shown_text(message.blocks)
     bot.slack.send(envelope(mention_event(QUESTION, ts=event["ts"])), retry_num=1)  # same message again
     fake.wait_quiet(0.3)
     assert len(fake.thread(event["channel"], event["ts"])) == 1  # the duplicate's placeholder was removed

@@ -32,6 +32,7 @@ from adapters.slack.text import (
 )
 from core.conversation import Reply
 from core.types import Citation
+from tests.fakes.slack_server import block_texts
 
 BOT = BotIdentity(user_id="UBOT", bot_id="BBOT")
 
@@ -143,19 +144,9 @@ CITATIONS = [
 ]
 
 
-def _texts(blocks: list[dict]) -> list[str]:
-    out = []
-    for b in blocks:
-        if b["type"] == "section":
-            out.append(b["text"]["text"])
-        elif b["type"] == "context":
-            out.extend(e["text"] for e in b["elements"])
-    return out
-
-
 def test_answer_has_escaped_text_numbered_sources_with_quotes_and_feedback_buttons():
     message = render_reply(_reply("Yes <@U1> & **notify** buyers [1][2].", CITATIONS, note="extractive fallback"))
-    texts = _texts(message.blocks)
+    texts = block_texts(message.blocks)
     assert texts[0] == "Yes &lt;@U1&gt; &amp; *notify* buyers [1][2]."
     sources = "\n".join(texts)
     assert "*[1]* Toy Code § 1-103 — _“A seller that violates" in sources
@@ -181,7 +172,7 @@ def test_fallback_text_is_escaped_and_a_cut_never_splits_an_entity():
 
 def test_refusal_says_so_plainly():
     message = render_reply(_reply("The indexed regulations do not cover this.", refused=True))
-    assert _texts(message.blocks)[0].startswith(REFUSAL_PREFIX)
+    assert block_texts(message.blocks)[0].startswith(REFUSAL_PREFIX)
     assert message.text.startswith("Not answered:")
 
 
@@ -200,7 +191,7 @@ def test_a_runaway_answer_still_fits_in_fifty_blocks_with_sources_and_buttons():
     message = render_reply(_reply("x" * 200_000 + " & more", CITATIONS * 10, note="n"))
     assert len(message.blocks) <= MAX_BLOCKS
     assert message.blocks[-1]["type"] == "actions"
-    assert any("answer cut short" in t for t in _texts(message.blocks))
+    assert any("answer cut short" in t for t in block_texts(message.blocks))
     assert len(json.dumps(message.blocks)) < 200_000
 
 
@@ -213,7 +204,7 @@ def test_failure_and_feedback_acknowledgements_are_explicit():
 def test_slack_timestamps_order_feedback_events():
     from datetime import UTC, datetime
 
-    from adapters.slack.app import slack_time
+    from adapters.slack.events import slack_time
 
     assert slack_time("1700000000.250000") == datetime(2023, 11, 14, 22, 13, 20, 250000, tzinfo=UTC)
     assert slack_time("1700000000.1") < slack_time("1700000000.2")

@@ -117,7 +117,7 @@ def test_start_up_checks_the_token_and_the_index(tmp_path, fake):
     warm_up(server.components)  # the toy collection is there
 
     empty = toy_settings(tmp_path / "empty", fake.base_url, collection="ll144")
-    empty_server = build_slack_server(empty, toy_components_without_index(empty))
+    empty_server = build_slack_server(empty, toy_components(empty, indexed=False))
     with pytest.raises(SlackSetupError, match="hypa index build ll144"):
         warm_up(empty_server.components)
     ready = TestClient(empty_server.http_app).get("/readyz")  # bot.health's checks, mounted by build_slack_server
@@ -133,15 +133,6 @@ def test_unreachable_slack_api_is_a_clear_start_up_error(tmp_path, fake):
     with pytest.raises(SlackSetupError, match="cannot reach the Slack API at http://127.0.0.1:9/api/"):
         asyncio.run(check_slack_token(server.bot))
     server.components.store.close()
-
-
-def toy_components_without_index(settings: Settings):
-    from bot.wiring import Components
-    from tests.slack_harness import ToyEmbedder
-
-    components = Components(settings)
-    components.embedder = ToyEmbedder()  # type: ignore[misc]
-    return components
 
 
 # --- Socket Mode end to end: a fake Socket Mode WebSocket (aiohttp) + the fake Web API -----------

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import re
-from datetime import UTC, datetime
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 from starlette.routing import Route
 
+from adapters.delivery import is_first_delivery
 from adapters.slack.blocks import (
     ACTION_DOWNVOTE,
     ACTION_UPVOTE,
@@ -48,6 +48,7 @@ from adapters.slack.events import (
     is_answerable_mention,
     message_key,
     route_message,
+    slack_time,
     to_incoming,
 )
 from adapters.slack.tasks import BackgroundTasks
@@ -59,7 +60,6 @@ from core.conversation import (
     IncomingMessage,
     Rating,
     UnknownAnswer,
-    utcnow,
 )
 
 if TYPE_CHECKING:
@@ -335,22 +335,8 @@ class SlackBot:
             return False
 
     async def _claim(self, delivery_id: str | None) -> bool:
-        """True unless the delivery was already claimed. Fails open: if the claim cannot be stored, the
-        event is handled anyway (the service still drops a message it has answered before), so a
-        database hiccup never turns into a silent non-answer."""
-        if not delivery_id:
-            return True
-        try:
-            first = await self._call(self.service.claim_delivery, PLATFORM, delivery_id)
-        except Exception:
-            log.exception("claiming slack delivery %s failed; handling it anyway", delivery_id)
-            self._count_error("slack_claim")
-            return True
-        if not first:
-            log.info("slack delivery %s already handled; dropped", delivery_id)
-            if self.metrics is not None:
-                self.metrics.count_duplicate(PLATFORM)
-        return first
+        """True unless the delivery was already claimed (fails open: see adapters.delivery)."""
+        return not delivery_id or await is_first_delivery(self.service, PLATFORM, delivery_id, self.metrics)
 
     async def _link(self, answer_id: str, channel: str, ts: str) -> None:
         try:
@@ -380,11 +366,3 @@ def _identity(context) -> BotIdentity:
 
 def _task_name(body: dict) -> str:
     return f"slack-{body.get('event_id', 'event')}"
-
-
-def slack_time(ts: object) -> datetime:
-    """A Slack timestamp ("1700000000.123456", seconds since the epoch) as UTC; now if absent or bad."""
-    try:
-        return datetime.fromtimestamp(float(ts), UTC)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError, OSError):
-        return utcnow()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from adapters.slack.text import mentions, to_question
-from core.conversation import IncomingMessage
+from core.conversation import IncomingMessage, utcnow
 
 PLATFORM = "slack"
 
@@ -38,11 +38,12 @@ def _from_bot(event: dict, bot: BotIdentity) -> bool:
     )
 
 
-def _sent_at(ts: str) -> datetime:
+def slack_time(ts: object) -> datetime:
+    """A Slack timestamp ("1700000000.123456", seconds since the epoch) as UTC; now if absent or bad."""
     try:
-        return datetime.fromtimestamp(float(ts), tz=UTC)
-    except (TypeError, ValueError, OverflowError):
-        return datetime.now(UTC)
+        return datetime.fromtimestamp(float(ts), UTC)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError, OSError):
+        return utcnow()
 
 
 def thread_of(event: dict) -> str:
@@ -59,7 +60,7 @@ def to_incoming(event: dict, team_id: str, bot: BotIdentity) -> IncomingMessage:
         user=event["user"],
         text=to_question(event.get("text", ""), bot.user_id),
         message_id=event["ts"],
-        sent_at=_sent_at(event["ts"]),
+        sent_at=slack_time(event["ts"]),
     )
 
 

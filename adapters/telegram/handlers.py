@@ -32,6 +32,7 @@ from telegram.ext import (
     filters,
 )
 
+from adapters.delivery import is_first_delivery
 from adapters.telegram.render import (
     THUMBS_DOWN,
     THUMBS_UP,
@@ -89,20 +90,9 @@ class TelegramHandlers:
     # -- every update ------------------------------------------------------------------------------
 
     async def claim_delivery(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Drop an update seen before. Fails open: if the claim cannot be stored, the update is handled
-        anyway (the service still refuses to answer one message twice). Raising here would send the
-        user an apology from the error handler while PTB goes on to answer the update regardless."""
-        try:
-            first = await asyncio.to_thread(self.service.claim_delivery, PLATFORM, str(update.update_id))
-        except Exception:
-            log.exception("claiming telegram update %s failed; handling it anyway", update.update_id)
-            if self.metrics:
-                self.metrics.count_error("telegram_claim")
-            return
-        if not first:
-            log.info("telegram update %s delivered again; ignored", update.update_id)
-            if self.metrics:
-                self.metrics.count_duplicate(PLATFORM)
+        """Drop an update seen before. Fails open (adapters.delivery): raising here would send the user an
+        apology from the error handler while PTB goes on to answer the update regardless."""
+        if not await is_first_delivery(self.service, PLATFORM, str(update.update_id), self.metrics):
             raise ApplicationHandlerStop
 
     # -- messages ----------------------------------------------------------------------------------
@@ -156,7 +146,7 @@ class TelegramHandlers:
     async def _thread_of(self, message: Message, bot_id: int) -> str:
         """The reply chain's root: the thread of the bot answer replied to, else this message starts one."""
         parent = message.reply_to_message
-        if parent is not None and parent.from_user is not None and parent.from_user.id == bot_id:
+        if parent is not None and replies_to_bot(message, bot_id):
             answer_id = await asyncio.to_thread(
                 self.service.answer_for_platform_message, PLATFORM, str(message.chat.id), str(parent.message_id)
             )
@@ -224,7 +214,8 @@ class TelegramHandlers:
         change = update.message_reaction
         if change is None:
             return
-        rating = reaction_rating(_emojis(change.old_reaction), _emojis(change.new_reaction))
+        old = _emojis(change.old_reaction)
+        rating = reaction_rating(old, _emojis(change.new_reaction))
         if rating is None:
             return
         answer_id = await asyncio.to_thread(
@@ -233,7 +224,6 @@ class TelegramHandlers:
         if answer_id is None:
             return  # a reaction on some other message
         rater = str(change.user.id) if change.user else f"chat:{change.actor_chat.id if change.actor_chat else '?'}"
-        old = _emojis(change.old_reaction)
         # Taking a 👍 away withdraws +1 only (a 👎 click made since stays), and vice versa.
         withdraws = None if rating != 0 else (1 if THUMBS_UP in old else -1)
         event = FeedbackEvent(

@@ -49,6 +49,21 @@ def build_collection(index: ChunkIndex, store: KGStore, collection: str, extract
     return data
 
 
+def stored_if_current(store: KGStore, collection: str, version: dict[str, str]) -> KGData | None:
+    """The stored graph when it was built from exactly this index version (`index.documents()`);
+    None when it is missing, older, unreadable or refused as unsafe: it is derived data, rebuilt
+    from the index by the caller, never a reason to fail."""
+    try:
+        data = store.load(collection)
+    except UnsafeKGFile as exc:
+        log.error("refused the stored knowledge graph of %r, rebuilding it from the index: %s", collection, exc)
+        return None
+    except (KGFormatError, OSError) as exc:
+        log.warning("stored knowledge graph of %r is unreadable, rebuilding it from the index: %s", collection, exc)
+        return None
+    return data if data is not None and data.source_version == version else None
+
+
 class KnowledgeGraphs:
     def __init__(
         self,
@@ -86,15 +101,8 @@ class KnowledgeGraphs:
     def _load(self, collection: str, version: dict[str, str]) -> KGRetriever | None:
         if not version:
             return None
-        try:
-            data = self._store.load(collection)
-        except UnsafeKGFile as exc:
-            log.error("refused the stored knowledge graph of %r, rebuilding it from the index: %s", collection, exc)
-            data = None
-        except (KGFormatError, OSError) as exc:
-            log.warning("stored knowledge graph of %r is unreadable, rebuilding it from the index: %s", collection, exc)
-            data = None
-        if data is None or data.source_version != version:
+        data = stored_if_current(self._store, collection, version)
+        if data is None:
             log.info("knowledge graph of %r is missing or older than the index: rebuilding", collection)
             data = extract_collection(self._index, collection, self._make_extractor())
             try:

@@ -12,9 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,9 +27,12 @@ from core.llm.client import (
     MalformedResponseError,
     client_from_settings,
     model_request_options,
+    reply_json_object,
+    reply_text,
 )
 from core.llm.prompts import load_prompt
 from core.types import Chunk
+from storage.files import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +82,7 @@ class ExtractionCache:
         self._load()[key] = rows
 
     def save(self) -> None:
-        data = self._load()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, ensure_ascii=False)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)  # a full disk must not leave half-written files behind
-            raise
+        atomic_write_bytes(self.path, json.dumps(self._load(), ensure_ascii=False).encode("utf-8"))
 
 
 class LLMExtractor:
@@ -147,8 +138,7 @@ class LLMExtractor:
         self.calls += 1
         try:
             message = self.client.create_message(**self.build_request(chunk))
-            text = "".join(getattr(b, "text", "") or "" for b in message.content if getattr(b, "type", None) == "text")
-            rows = parse_triplets(text)
+            rows = parse_triplets(reply_text(message))
         except (LLMError, MalformedResponseError) as exc:
             self.failures += 1
             log.warning("triplet extraction by %s failed for %s (%s); offline facts only", self.config.model, chunk.label, exc)
@@ -196,27 +186,11 @@ class LLMExtractor:
         return out
 
 
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
-
-
 def parse_triplets(text: str) -> list[list]:
     """[[subject, predicate, object, object_is_entity], ...] from the reply; MalformedResponseError
     when it is not the expected JSON. Items with unknown predicates or wrong types are dropped."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    try:
-        data = json.loads(body)
-    except ValueError:
-        start, end = body.find("{"), body.rfind("}")
-        if start == -1 or end <= start:
-            raise MalformedResponseError(f"triplets are not JSON: {body[:80]!r}") from None
-        try:
-            data = json.loads(body[start : end + 1])
-        except ValueError as exc:
-            raise MalformedResponseError(f"triplets are not valid JSON: {exc}") from None
-    items = data.get("triplets") if isinstance(data, dict) else None
+    data = reply_json_object(text, "triplets")
+    items = data.get("triplets")
     if not isinstance(items, list):
         raise MalformedResponseError("reply has no 'triplets' list")
     rows: list[list] = []

@@ -106,7 +106,6 @@ class KGRetriever:
         self._names = {k: e.name for k, e in data.entities.items()}
         self._kinds = {k: e.kind for k, e in data.entities.items()}
         self._rows: list[_FactRow] = []
-        self._by_node: dict[str, list[int]] = {}
         # The walk follows the graph's entity-to-entity edges in both directions.
         self.graph = graph
         self._neighbours: dict[str, set[str]] = {}
@@ -128,9 +127,6 @@ class KGRetriever:
                 label=t.label,
                 terms=frozenset(content_terms(f"{self._names.get(t.subject, t.subject)} {t.predicate} {obj_text}")),
             )
-            self._by_node.setdefault(t.subject, []).append(len(self._rows))
-            if obj_key:
-                self._by_node.setdefault(obj_key, []).append(len(self._rows))
             self._rows.append(row)
         df = Counter(term for row in self._rows for term in row.terms)
         n = max(1, len(self._rows))

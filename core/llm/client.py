@@ -310,6 +310,38 @@ def check_message(message: Any) -> None:
         raise MalformedResponseError("response has no usage")
 
 
+# A reply wrapped in a Markdown code fence (```json ... ```), as models sometimes send JSON.
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+def reply_text(message: Any) -> str:
+    """The concatenated text blocks of a Messages API reply (other block types are skipped)."""
+    return "".join(getattr(b, "text", "") or "" for b in message.content if getattr(b, "type", None) == "text")
+
+
+def reply_json_object(text: str, what: str) -> dict[str, Any]:
+    """The JSON object a model replied with; a code fence or text around the object is tolerated.
+    MalformedResponseError (naming `what`, e.g. "rewrite") when there is no JSON object."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    try:
+        data = json.loads(body)
+    except ValueError:
+        # Tolerate text around the object: take the first '{' to the last '}'.
+        start, end = body.find("{"), body.rfind("}")
+        if start == -1 or end <= start:
+            raise MalformedResponseError(f"{what} is not JSON: {body[:80]!r}") from None
+        try:
+            data = json.loads(body[start : end + 1])
+        except ValueError as exc:
+            raise MalformedResponseError(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise MalformedResponseError(f"{what} is a JSON {type(data).__name__}, not an object")
+    return data
+
+
 _STATUS_REASON = {408: "timed out", 409: "conflict", 429: "rate limited", 529: "overloaded"}
 
 

@@ -37,6 +37,8 @@ from core.llm.client import (
     _setting,
     client_from_settings,
     model_request_options,
+    reply_json_object,
+    reply_text,
 )
 from core.llm.prompts import load_prompt
 from core.rewriter import OfflineRewriter, QueryRewriter, Rewrite
@@ -103,9 +105,7 @@ class LLMRewriter:
             self._add_usage(getattr(message, "usage", None))
             if getattr(message, "stop_reason", None) == "refusal":
                 raise LLMRefusal("the model declined to rewrite (stop_reason=refusal)")
-            text = "".join(
-                getattr(b, "text", "") or "" for b in message.content if getattr(b, "type", None) == "text"
-            )
+            text = reply_text(message)
             if getattr(message, "stop_reason", None) == "max_tokens" and not text.strip():
                 raise MalformedResponseError("the rewrite was cut off at max_tokens")
             standalone, sub_queries = parse_rewrite(text, n)
@@ -186,16 +186,9 @@ def _shorten(text: str, limit: int) -> str:
     return text[:limit].rstrip() + " …"
 
 
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
-
-
 def parse_rewrite(text: str, n_sub_queries: int) -> tuple[str, list[str]]:
     """(standalone, sub_queries) from the model's reply; MalformedResponseError if unusable."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    data = _json_object(body)
+    data = reply_json_object(text, "rewrite")
     standalone = data.get("standalone")
     if not isinstance(standalone, str) or not standalone.strip():
         raise MalformedResponseError("rewrite has no non-empty 'standalone' string")
@@ -221,23 +214,6 @@ def parse_rewrite(text: str, n_sub_queries: int) -> tuple[str, list[str]]:
         seen.add(key)
         out.append(query)
     return standalone, out
-
-
-def _json_object(body: str) -> dict[str, Any]:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        # Tolerate text around the object: take the first '{' to the last '}'.
-        start, end = body.find("{"), body.rfind("}")
-        if start == -1 or end <= start:
-            raise MalformedResponseError(f"rewrite is not JSON: {body[:80]!r}") from None
-        try:
-            data = json.loads(body[start : end + 1])
-        except ValueError as exc:
-            raise MalformedResponseError(f"rewrite is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise MalformedResponseError(f"rewrite is a JSON {type(data).__name__}, not an object")
-    return data
 
 
 def _key(text: str) -> str:

@@ -81,7 +81,3 @@ def _sqlite_on_begin(connection: Connection) -> None:
 def read_only(connection: Connection) -> Connection:
     """Mark a connection (before its first statement) as read-only: no write lock on SQLite."""
     return connection.execution_options(**{_READ_ONLY: True})
-
-
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -252,11 +253,8 @@ class ConversationStore:
         thread_pk = self._thread_pk(platform, workspace, channel, thread)
         return [] if thread_pk is None else self.thread_history(thread_pk, turns)
 
-    def history_before_answer(self, answer_id: str, turns: int) -> list[Turn]:
+    def history_before_answer(self, answer: StoredAnswer, turns: int) -> list[Turn]:
         """The thread history the answer was given with (for exports)."""
-        answer = self.get_answer(answer_id)
-        if answer is None:
-            raise UnknownAnswer(answer_id)
         return self.thread_history(answer.thread_pk, turns, before_message_pk=answer.message_pk)
 
     def thread_for_answer(self, answer_id: str) -> str | None:
@@ -336,7 +334,7 @@ class ConversationStore:
         platform event does not pile up for ever."""
         now = _utcnow()
         with self.engine.begin() as conn:
-            conn.execute(_DELIVERIES.delete().where(_DELIVERIES.c.received_at < now - self.delivery_retention))
+            _delete_deliveries_before(conn, now - self.delivery_retention)
             return insert_if_absent(
                 conn, _DELIVERIES, {"platform": platform, "delivery_id": delivery_id, "received_at": now}
             )
@@ -344,9 +342,7 @@ class ConversationStore:
     def prune_deliveries(self, older_than: timedelta) -> int:
         """Forget delivery ids older than any platform retries (Slack retries for about an hour)."""
         with self.engine.begin() as conn:
-            return conn.execute(
-                _DELIVERIES.delete().where(_DELIVERIES.c.received_at < _utcnow() - older_than)
-            ).rowcount
+            return _delete_deliveries_before(conn, _utcnow() - older_than)
 
     # --- feedback ------------------------------------------------------------------------------
 
@@ -457,6 +453,10 @@ class ConversationStore:
             return int(read_only(conn).execute(select(func.count()).select_from(tables[table])).scalar_one())
 
 
+def _delete_deliveries_before(conn: Connection, cutoff: datetime) -> int:
+    return conn.execute(_DELIVERIES.delete().where(_DELIVERIES.c.received_at < cutoff)).rowcount
+
+
 def _answer_values(record: AnswerRecord) -> dict[str, Any]:
     return {
         "question": record.question[:MAX_STORED_TEXT],
@@ -466,7 +466,7 @@ def _answer_values(record: AnswerRecord) -> dict[str, Any]:
         "complexity": record.complexity,
         "params": dict(record.params),
         "chunk_ids": list(record.chunk_ids),
-        "citations": [_citation_dict(c) for c in record.citations],
+        "citations": [asdict(c) for c in record.citations],
         "text": record.text,
         "refused": record.refused,
         "outcome": record.outcome,
@@ -477,10 +477,6 @@ def _answer_values(record: AnswerRecord) -> dict[str, Any]:
         "context_tokens": record.context_tokens,
         "latency_ms": float(record.latency_ms),
     }
-
-
-def _citation_dict(c: Citation) -> dict[str, Any]:
-    return {"n": c.n, "chunk_id": c.chunk_id, "label": c.label, "quote": c.quote}
 
 
 def _answer_query():

@@ -26,8 +26,10 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Union
+
+from tests.fakes.local_http import FakeAPIHandler, LocalHTTPFake
 
 # --- wire-format builders ---------------------------------------------------------------------
 
@@ -179,8 +181,10 @@ class RecordedRequest:
 # --- the server -------------------------------------------------------------------------------
 
 
-class FakeAnthropic:
+class FakeAnthropic(LocalHTTPFake):
     """Runs on 127.0.0.1 in a background thread; use as a context manager or call start()/stop()."""
+
+    thread_name = "fake-anthropic"
 
     def __init__(self, default: ReplySpec | None = None) -> None:
         self.default = default
@@ -188,8 +192,6 @@ class FakeAnthropic:
         self._queue: deque[ReplySpec] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting ---------------------------------------------------------------------------
 
@@ -214,33 +216,13 @@ class FakeAnthropic:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "FakeAnthropic is not running"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.origin
 
-    def start(self) -> "FakeAnthropic":
-        handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-anthropic", daemon=True
-        )
-        self._thread.start()
-        return self
+    def _make_handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
-    def stop(self) -> None:
+    def _release_waiters(self) -> None:
         self._stopping.set()  # releases handlers sleeping in a scripted delay
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> "FakeAnthropic":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- request handling ----------------------------------------------------------------------
 
@@ -257,21 +239,9 @@ class FakeAnthropic:
 
 
 def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - silence stderr
-            pass
-
-        def do_POST(self) -> None:  # noqa: N802
-            self._handle()
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._handle()
-
-        def _handle(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
+    class Handler(FakeAPIHandler):
+        def handle_request(self) -> None:
+            raw = self.read_body()
             try:
                 body = json.loads(raw) if raw else None
             except ValueError:
@@ -288,16 +258,7 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             if out.delay_s > 0:
                 fake._sleep(out.delay_s)
             payload = out.raw if out.raw is not None else json.dumps(out.body).encode("utf-8")
-            try:
-                self.send_response(out.status)
-                self.send_header("content-type", out.content_type)
-                self.send_header("content-length", str(len(payload)))
-                self.send_header("request-id", f"req_fake_{len(fake.requests):04d}")
-                for name, value in out.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError, OSError):
-                pass  # the client gave up (timeout) before the reply
+            headers = {"request-id": f"req_fake_{len(fake.requests):04d}", **out.headers}
+            self.send_payload(out.status, payload, out.content_type, headers)
 
     return Handler

@@ -26,12 +26,14 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 from slack_sdk.signature import SignatureVerifier
+
+from tests.fakes.local_http import FakeAPIHandler, LocalHTTPFake
 
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
@@ -68,8 +70,10 @@ class StoredMessage:
     edits: int = 0
 
 
-class FakeSlack:
+class FakeSlack(LocalHTTPFake):
     """The Slack Web API; use as a context manager or call start()/stop()."""
+
+    thread_name = "fake-slack"
 
     def __init__(self, *, bot_user_id: str = BOT_USER_ID, bot_id: str = BOT_ID, team_id: str = TEAM_ID) -> None:
         self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
@@ -79,8 +83,6 @@ class FakeSlack:
         self._failures: dict[str, deque[ScriptedFailure]] = defaultdict(deque)
         self._ts = itertools.count(1)
         self._changed = threading.Condition()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting and inspection ---------------------------------------------------------------
 
@@ -141,31 +143,10 @@ class FakeSlack:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "FakeSlack is not running"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/api/"
+        return f"{self.origin}/api/"
 
-    def start(self) -> FakeSlack:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-slack", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeSlack:  # noqa: PYI034 - mirrors FakeAnthropic
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _make_handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     # -- the API ---------------------------------------------------------------------------------
 
@@ -238,6 +219,17 @@ def _wire(m: StoredMessage) -> dict:
     return out
 
 
+def block_texts(blocks: list[dict]) -> list[str]:
+    """The mrkdwn of a message's section and context blocks, in order (what a Slack client shows as text)."""
+    texts = []
+    for b in blocks:
+        if b["type"] == "section":
+            texts.append(b["text"]["text"])
+        elif b["type"] == "context":
+            texts.extend(e["text"] for e in b["elements"])
+    return texts
+
+
 def _parse_params(content_type: str, raw: bytes, query: str) -> dict[str, Any]:
     params: dict[str, Any] = dict(parse_qsl(query))
     if raw:
@@ -253,22 +245,10 @@ def _parse_params(content_type: str, raw: bytes, query: str) -> dict[str, Any]:
 
 
 def _make_handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            self._handle()
-
-        def do_POST(self) -> None:
-            self._handle()
-
-        def _handle(self) -> None:
+    class Handler(FakeAPIHandler):
+        def handle_request(self) -> None:
             url = urlsplit(self.path)
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            raw = self.read_body()
             headers = {k.lower(): v for k, v in self.headers.items()}
             try:
                 params = _parse_params(headers.get("content-type", ""), raw, url.query)
@@ -276,17 +256,7 @@ def _make_handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 params = {}
             method = url.path.rsplit("/", 1)[-1]
             status, body, extra = fake._respond(SlackCall(method, params, headers, time.monotonic()))
-            payload = json.dumps(body).encode("utf-8")
-            try:
-                self.send_response(status)
-                self.send_header("content-type", "application/json; charset=utf-8")
-                self.send_header("content-length", str(len(payload)))
-                for name, value in extra.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError, OSError):
-                pass
+            self.send_payload(status, json.dumps(body).encode("utf-8"), "application/json; charset=utf-8", extra)
 
     return Handler
 

@@ -25,9 +25,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qsl
+
+from tests.fakes.local_http import FakeAPIHandler, LocalHTTPFake
 
 TOKEN = "123456:TEST-token"
 BOT_ID = 777000111
@@ -58,8 +60,10 @@ class _ScriptedError:
     body: dict
 
 
-class FakeTelegram:
+class FakeTelegram(LocalHTTPFake):
     """Runs in a background thread; use as a context manager or call start()/stop()."""
+
+    thread_name = "fake-telegram"
 
     def __init__(self, token: str = TOKEN, bot_id: int = BOT_ID, username: str = BOT_USERNAME) -> None:
         self.token = token
@@ -76,8 +80,6 @@ class FakeTelegram:
         self._message_ids = itertools.count(50_000)
         self._cond = threading.Condition()
         self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- scripting -------------------------------------------------------------------------------
 
@@ -145,38 +147,19 @@ class FakeTelegram:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "FakeTelegram is not running"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/bot"
+        return f"{self.origin}/bot"
 
     @property
     def base_file_url(self) -> str:
-        return self.base_url.replace("/bot", "/file/bot")
+        return f"{self.origin}/file/bot"
 
-    def start(self) -> FakeTelegram:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-telegram", daemon=True
-        )
-        self._thread.start()
-        return self
+    def _make_handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
-    def stop(self) -> None:
+    def _release_waiters(self) -> None:
         self._stopping.set()
         with self._cond:
             self._cond.notify_all()  # releases long polls
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- the API ---------------------------------------------------------------------------------
 
@@ -299,21 +282,9 @@ def _parse_params(content_type: str, raw: bytes) -> dict[str, Any]:
 
 
 def _make_handler(fake: FakeTelegram) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            self._handle()
-
-        def do_GET(self) -> None:
-            self._handle()
-
-        def _handle(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(length) if length else b""
+    class Handler(FakeAPIHandler):
+        def handle_request(self) -> None:
+            raw = self.read_body()
             prefix = f"/bot{fake.token}/"
             if not self.path.startswith(prefix):
                 status, body = 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
@@ -324,15 +295,7 @@ def _make_handler(fake: FakeTelegram) -> type[BaseHTTPRequestHandler]:
                     status, body = fake._call(method, params)
                 except (ValueError, KeyError) as exc:
                     status, body = 400, {"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"}
-            payload = json.dumps(body).encode("utf-8")
-            try:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError, OSError):
-                pass  # the client gave up before the reply
+            self.send_payload(status, json.dumps(body).encode("utf-8"), "application/json")
 
     return Handler
 
