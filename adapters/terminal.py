@@ -51,7 +51,7 @@ def run_chat(console: Console, service: ConversationService, user: str) -> None:
     history is stored (follow-ups work), and /good or /bad rates the last answer."""
     console.print(
         "[bold]hypa chat[/]. Ask a question; follow-ups use the conversation. "
-        "/good or /bad [reason] rates the last answer, /new starts a fresh conversation, /quit (or Ctrl-D) leaves."
+        "/good or /bad \\[reason] rates the last answer, /new starts a fresh conversation, /quit (or Ctrl-D) leaves."
     )
     thread = _new_thread()
     last_answer = ""
