@@ -122,9 +122,9 @@ class Settings(BaseSettings):
     http_port: int = Field(default=3000, ge=1, le=65535)
     # SQLAlchemy URL for threads, answers and feedback; empty = SQLite file in the data directory.
     database_url: str = ""
-    # Per-workspace collections, e.g. {"T0123ABC": "ws-T0123ABC"} (JSON in the environment): each
-    # Slack team / Telegram chat listed answers from its own collection (with Weaviate multi-tenancy,
-    # its own tenant); others use HYPA_COLLECTION.
+    # Per-workspace collections, e.g. {"T0123ABC": "ws-T0123ABC", "-1001234": "ws-legal"} (JSON in the
+    # environment): each Slack team (or channel) / Telegram chat id listed answers from its own
+    # collection (with Weaviate multi-tenancy, its own tenant); others use HYPA_COLLECTION.
     workspace_collections: dict[str, str] = Field(default_factory=dict)
     # Thread turns (question + answer each) handed to the rewriter and the generator.
     thread_history_turns: int = Field(default=6, ge=0, le=50)

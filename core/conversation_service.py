@@ -57,13 +57,16 @@ class StoredConversationService:
         self.history_turns = history_turns
         self.metrics = metrics
         self.collection = collection
-        # Workspace (Slack team id, Telegram chat id) -> its own collection (with Weaviate
-        # multi-tenancy, its own tenant); workspaces not listed use `collection`.
+        # Slack team id, Slack channel id or Telegram chat id -> its own collection (with Weaviate
+        # multi-tenancy, its own tenant); those not listed use `collection`.
         self.workspace_collections = dict(workspace_collections or {})
         self.log_message_text = log_message_text
 
-    def collection_for(self, workspace: str) -> str:
-        return self.workspace_collections.get(workspace) or self.collection or self.pipeline.default_collection
+    def collection_for(self, message: IncomingMessage) -> str:
+        """The message's workspace (Slack team) or channel (Slack channel, Telegram chat) may have its
+        own collection; otherwise the default one."""
+        listed = self.workspace_collections
+        return listed.get(message.workspace) or listed.get(message.channel) or self.collection or self.pipeline.default_collection
 
     # --- messages ------------------------------------------------------------------------------
 
@@ -73,7 +76,7 @@ class StoredConversationService:
         if not claim.owner:
             return self._duplicate(message, claim.message_pk)
         history = self.store.thread_history(claim.thread_pk, self.history_turns, before_message_pk=claim.message_pk)
-        collection = self.collection_for(message.workspace)
+        collection = self.collection_for(message)
         started = time.perf_counter()
         try:
             result = self.pipeline.answer(text, history, collection=collection)

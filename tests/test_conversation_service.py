@@ -228,3 +228,7 @@ def test_each_listed_workspace_answers_from_its_own_collection(tmp_path):
     assert own.citations and all(c.chunk_id != "ws:penalty" for c in shared.citations)
     assert service.store.get_answer(own.answer_id).record.collection == "ws-T9"
     assert service.store.get_answer(shared.answer_id).record.collection == "toy"
+    # Telegram has one workspace; a chat id (the channel) selects the collection there.
+    service.workspace_collections = {"-100777": "ws-T9"}
+    chat = service.handle(IncomingMessage("telegram", "telegram", "-100777", "5", "42", "What is the civil penalty?", "5"))
+    assert [c.chunk_id for c in chat.citations] == ["ws:penalty"]
