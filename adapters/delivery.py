@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Answers computed at once per process. The pipeline is CPU-bound and holds the GIL most of the time,
+# so more threads add no throughput; they only starve the event loop that must acknowledge Slack
+# within 3 s and keep Telegram's updates and /readyz flowing (bench/bench_slack_ack.py).
+MAX_CONCURRENT_ANSWERS = 2
+
 
 async def is_first_delivery(
     service: ConversationService, platform: str, delivery_id: str, metrics: Metrics | None = None

@@ -300,6 +300,44 @@ def test_handling_does_not_block_other_chats(tmp_path, fake):
         assert "$500" in answers_in(fake, CHAT["id"])[0]["text"]
 
 
+def test_at_most_two_answers_are_computed_at_once(tmp_path, fake):
+    """CPU-bound answers beyond MAX_CONCURRENT_ANSWERS wait their turn instead of starving the loop."""
+    from adapters.delivery import MAX_CONCURRENT_ANSWERS
+
+    release = threading.Event()
+    lock = threading.Lock()
+    running, most = [0], [0]
+
+    class CountingGenerator:
+        inner = toy_generator()
+
+        def generate(self, question, contexts, history=(), query_vector=None):
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            try:
+                assert release.wait(10), "never released"
+                return self.inner.generate(question, contexts, history, query_vector)
+            finally:
+                with lock:
+                    running[0] -= 1
+
+    bot = BotProcess(tmp_path, fake, generator=CountingGenerator())
+    chats = [private_chat(6000 + i) for i in range(4)]
+    with bot.running():
+        fake.push_updates(*(
+            message(update_id=20 + i, message_id=30 + i, chat=c, text="What is the civil penalty?", from_user=user(c["id"]))
+            for i, c in enumerate(chats)
+        ))
+        eventually(lambda: running[0] == MAX_CONCURRENT_ANSWERS, what="two answers in progress")
+        time.sleep(0.3)  # the other two must still be waiting
+        assert running[0] == MAX_CONCURRENT_ANSWERS
+        release.set()
+        for c in chats:
+            assert "$500" in answers_in(fake, c["id"])[0]["text"]
+    assert most[0] == MAX_CONCURRENT_ANSWERS
+
+
 # --- groups and threads ---------------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 from starlette.routing import Route
 
-from adapters.delivery import is_first_delivery
+from adapters.delivery import MAX_CONCURRENT_ANSWERS, is_first_delivery
 from adapters.slack.blocks import (
     ACTION_DOWNVOTE,
     ACTION_UPVOTE,
@@ -81,9 +81,7 @@ class SlackConfig:
     socket_mode: bool = False
     rate_limit_retries: int = 3  # 429 + Retry-After, handled by slack_sdk
     drain_timeout_s: float = 30.0  # shutdown waits this long for answers in flight
-    # Answers computed at once. The pipeline is CPU-bound and holds the GIL most of the time, so more
-    # threads add no throughput; they only starve the event loop that must ack Slack within 3 s.
-    max_concurrent_answers: int = 2
+    max_concurrent_answers: int = MAX_CONCURRENT_ANSWERS  # see adapters/delivery.py
 
 
 def configure_web_client(client: AsyncWebClient, config: SlackConfig) -> AsyncWebClient:

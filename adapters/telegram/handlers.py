@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from telegram import Chat, Message, MessageEntity, ReactionTypeEmoji, Update
@@ -32,7 +32,7 @@ from telegram.ext import (
     filters,
 )
 
-from adapters.delivery import is_first_delivery
+from adapters.delivery import MAX_CONCURRENT_ANSWERS, is_first_delivery
 from adapters.telegram.render import (
     THUMBS_DOWN,
     THUMBS_UP,
@@ -75,6 +75,9 @@ class NotifiedError(Exception):
 class TelegramHandlers:
     service: ConversationService
     metrics: Metrics | None = None
+    max_concurrent_answers: int = MAX_CONCURRENT_ANSWERS  # see adapters/delivery.py
+    # Created on the serving event loop at the first question.
+    _answer_slots: asyncio.Semaphore | None = field(default=None, init=False, repr=False)
 
     def register(self, application: Application) -> None:
         # Group -1 runs first for every update: a delivery seen before stops here.
@@ -134,7 +137,10 @@ class TelegramHandlers:
                 log.warning("sendChatAction failed in chat %s", chat.id, exc_info=True)
         placeholder = await message.reply_text(PLACEHOLDER, do_quote=True)
         try:
-            reply = await asyncio.to_thread(self.service.handle, incoming)
+            if self._answer_slots is None:
+                self._answer_slots = asyncio.Semaphore(self.max_concurrent_answers)
+            async with self._answer_slots:
+                reply = await asyncio.to_thread(self.service.handle, incoming)
             if reply.duplicate:  # answered before (another delivery of the same message)
                 await _delete_quietly(placeholder)
                 return
