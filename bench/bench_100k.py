@@ -19,7 +19,6 @@ import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_index import RandomEmbedder, make_queries, make_vocabulary, zipf_word_ids
+from bench_index import RandomEmbedder, build_in_child_process, make_queries, make_vocabulary, zipf_word_ids
 
 from core.types import Chunk
 from storage.embedded import DocumentUpdate, EmbeddedIndex
@@ -155,10 +154,7 @@ def main() -> None:
         return
     try:
         if not (args.reuse and (root / COLLECTION / "CURRENT").is_file()):
-            child = [sys.executable, __file__, "--build-only", "--dir", str(root)]
-            for name in ("n", "dim", "min_words", "max_words", "vocab", "per_doc"):
-                child += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-            subprocess.run(child, check=True)
+            build_in_child_process(__file__, root, args, ("n", "dim", "min_words", "max_words", "vocab", "per_doc"))
         result = serve(args, root)
     finally:
         if not args.keep and args.dir is None:

@@ -168,6 +168,15 @@ def serve(args: argparse.Namespace, root: Path) -> None:
           f"throughput {len(queries) / wall:.0f} q/s")
 
 
+def build_in_child_process(script: str, root: Path, args: argparse.Namespace, names: Sequence[str]) -> None:
+    """Run `script --build-only --dir root` with the given args, so the parent's peak RSS is the
+    serving process's own (a bot replica only loads and queries)."""
+    child = [sys.executable, script, "--build-only", "--dir", str(root)]
+    for name in names:
+        child += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    subprocess.run(child, check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=100_000, help="chunks")
@@ -191,11 +200,7 @@ def main() -> None:
         return
     try:
         if not (args.reuse and (root / COLLECTION / "CURRENT").is_file()):
-            # Build in a child process so the peak RSS below is the serving process's own.
-            child = [sys.executable, __file__, "--build-only", "--dir", str(root)]
-            for name in ("n", "dim", "words", "vocab", "chunks_per_doc", "candidates"):
-                child += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-            subprocess.run(child, check=True)
+            build_in_child_process(__file__, root, args, ("n", "dim", "words", "vocab", "chunks_per_doc", "candidates"))
             print(f"peak RSS while building: {peak_rss_mb(resource.RUSAGE_CHILDREN):.0f} MiB")
         serve(args, root)
         print(f"\npeak RSS while loading and serving: {peak_rss_mb():.0f} MiB")
