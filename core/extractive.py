@@ -12,6 +12,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
+from core.answer_type import AskedValue, asked_value, states_value
 from core.termstats import TermStats
 from core.text import QUESTION_FRAMING, content_terms, sentence_spans
 from core.types import Answer, Chunk, Citation, ScoredChunk, Turn
@@ -46,6 +47,15 @@ class ExtractiveConfig:
     # so the test does not apply to them. Dev set: answerable questions >= 0.58, calibrated with margin.
     min_similarity: float = 0.55
     specific_terms: int = 3
+    # A question that asks for a value (how long, how much, how many, the average ..., the
+    # sentiment ...; core/answer_type.py) is answered only if some clause states such a value and,
+    # with the clause before it ("Such information shall be provided within 30 days"), covers at
+    # least this share of the question's other key terms: the value must be about what was asked.
+    # Measured (docs/RESULTS.md): answerable value questions >= 0.30; the value is about something
+    # else (a complaint deadline, a share of employers, counts of reviews) <= 0.22.
+    min_value_binding: float = 0.25
+    # Added to the score of a sentence that states the asked value, so the answer leads with it.
+    value_weight: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,8 @@ class _Sentence:
 
 # Labels of operative provisions: sections, articles, annexes (and their worked examples).
 _OPERATIVE_LABEL = re.compile(r"§|\bArt\.|\bAnnex\b")
+# Clauses of one sentence: "... before such use; and 3. If not disclosed ..."
+_CLAUSE_END = re.compile(r"(?<=;)\s+")
 _LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\)|[•\-–])\s")
 
 
@@ -107,7 +119,15 @@ class ExtractiveGenerator:
             return self._refusal(contexts)
         if not quoted and _coverage(frozenset().union(*(s.terms for s in sentences)), weights) < self.config.min_support:
             return self._refusal(contexts)
+        asked = asked_value(question)
+        stating: set[_Sentence] = set()
+        if asked is not None:
+            stating = self._stating_asked_value(sentences, asked, weights, chunks)
+            if not stating:
+                return self._refusal(contexts)
         scored = {s: self._score(s, chunks[s.context_rank], weights) for s in sentences}
+        for s in stating:  # the answer leads with the value asked for
+            scored[s] += self.config.value_weight
         if self._sentence_vectors is not None and query_vector is not None:
             sentences = sorted(sentences, key=lambda s: -scored[s])[: self.config.semantic_candidates]
             vectors = self._sentence_vectors.get([s.text for s in sentences])
@@ -120,6 +140,34 @@ class ExtractiveGenerator:
         if not chosen:
             return self._refusal(contexts)
         return self._render([self._with_list(s, chunks) for s in chosen], chunks)
+
+    def _stating_asked_value(
+        self, sentences: list[_Sentence], asked: AskedValue, weights: dict[str, float], chunks: list[Chunk]
+    ) -> set[_Sentence]:
+        """The sentences with a clause that states the asked kind of value about what was asked."""
+        about = {t: w for t, w in weights.items() if t not in asked.words}
+        # Provisions that mention the question's subject; a value elsewhere belongs to someone else.
+        about_subject = {
+            rank
+            for rank, chunk in enumerate(chunks)
+            if asked.subject is None or asked.subject in content_terms(chunk.text)
+        }
+        stating: set[_Sentence] = set()
+        previous: frozenset[str] = frozenset()
+        rank = -1
+        for s in sentences:
+            if s.context_rank != rank:  # the clause before must come from the same provision
+                rank, previous = s.context_rank, frozenset()
+            if rank not in about_subject:
+                continue
+            for clause in _CLAUSE_END.split(s.text):
+                terms = frozenset(content_terms(clause))
+                if states_value(clause, asked) and (
+                    not about or _coverage(terms | previous, about) >= self.config.min_value_binding
+                ):
+                    stating.add(s)
+                previous = terms
+        return stating
 
     # -- choosing sentences --------------------------------------------------------------------
 

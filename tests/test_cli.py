@@ -179,3 +179,23 @@ def test_chat_stores_the_thread_and_rates_the_last_answer(built):
     assert [(r["platform"], r["rating"], r["question"]) for r in rows] == [
         ("terminal", -1, "What are the civil penalties?")
     ]
+
+
+def test_value_questions_get_the_value_or_a_refusal(built, tmp_path: Path):
+    """Our own value questions (tests/data): the law's number when it gives one, a refusal when not."""
+    import tomllib
+
+    questions = tomllib.loads((ROOT / "tests" / "data" / "ll144_value_questions.toml").read_text())["question"]
+    dataset = tmp_path / "value_questions.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"v{i}", "question": q["question"]}) + "\n" for i, q in enumerate(questions)))
+    out = tmp_path / "value_results.jsonl"
+    result = CliRunner().invoke(app, ["eval", "run", str(dataset), "--out", str(out), "--collection", "ll144"], env=built)
+    assert result.exit_code == 0, result.output
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    for i, q in enumerate(questions):
+        record = records[f"v{i}"]
+        if q["in_scope"]:
+            assert not record["refused"], q["question"]
+            assert q["expect"] in record["answer"], (q["question"], record["answer"])
+        else:
+            assert record["refused"] and record["citations"] == [], (q["question"], record["answer"])

@@ -1,0 +1,120 @@
+"""What kind of value a question asks for, and whether a passage states one.
+
+Some questions ask for a value: a duration ("How long must employers retain the data?"), an amount
+("How much does a bias audit cost?"), a count, a percentage, an age, an average, or the tone of
+something ("What was the general sentiment of the comments?"). Quoting provisions that share the
+question's words but state no such value, or state one about something else (the employer's 3 years
+of data when the question asks about the vendor's), answers a different question. In a legal answer
+that is worse than saying the law is silent, so the extractive generator checks the asked-for value
+before it quotes anything (QA systems call this the expected answer type).
+
+Only the asked value is checked here; whether the passage is about the asked thing is judged by the
+caller from the question's other terms (see `ExtractiveGenerator`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.text import content_terms
+
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|"
+    "sixty|ninety|hundred|thousand|half|several|a few"
+)
+# A number, not a section number ("§ 20-871", "5-301") or a list enumerator ("1."): digits may carry
+# thousands separators and decimals; words cover what the law writes out ("one year", "six months").
+_NUMBER = rf"(?<![§\-\d])(?:\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?)(?![\-\d])|\b(?:{_NUMBER_WORDS})\b"
+_TIME_UNIT = r"(?:business |calendar |working )?(?:second|minute|hour|day|week|month|year)s?"
+
+# How each kind of value is written in the law.
+_STATES = {
+    "duration": re.compile(rf"(?:{_NUMBER})[\s-]+{_TIME_UNIT}\b|\b(?:annual|annually|yearly|monthly|weekly|daily)\b", re.I),
+    "money": re.compile(r"[$€£]\s?\d|\b(?:dollars?|euros?|EUR|USD)\b", re.I),
+    "percentage": re.compile(r"\d(?:\.\d+)?\s?%|\bper ?cent\b|\bpercentage\b", re.I),
+    "count": re.compile(_NUMBER, re.I),
+    "age": re.compile(r"\bage[sd]?\b|\byears? old\b|\byears of age\b", re.I),
+    "statistic": re.compile(r"\b(?:average|mean|median)\b", re.I),
+    "opinion": re.compile(
+        r"\b(?:sentiment|opinions?|attitudes?|in favou?r|supported|supportive|opposed|opposition|"
+        r"critici[sz]\w*|welcomed|objected|objections?|praised|concerns? (?:about|over|regarding|with))\b",
+        re.I,
+    ),
+}
+_TIME_UNIT_WORD = re.compile(rf"^{_TIME_UNIT}$", re.I)
+
+
+@dataclass(frozen=True)
+class AskedValue:
+    """The value a question asks for.
+
+    `kinds`: every group must be stated ("the average age" needs an average and an age); within a
+    group any kind will do ("how much" is an amount of money, a percentage or a number).
+    `words`: stems of the words that ask for the value ("how many *years*"). They say what is
+    asked, not what it is about, so they are left out when judging what a passage is about.
+    """
+
+    kinds: tuple[tuple[str, ...], ...]
+    words: frozenset[str]
+    # Stem of the question's subject when the question names one right after its verb ("For how
+    # many years does *the vendor* provide ..."): a value from a provision that never mentions
+    # the subject is someone else's (the employer's 3 years of data, not the vendor's).
+    subject: str | None = None
+
+
+_WHAT_IS_THE = r"\bwhat (?:is|was|are|were|'s) the (?:(?:general|overall|public|typical|usual)\s+)?"
+_ASKS = [
+    # (pattern, kind groups); the first match wins.
+    (re.compile(r"\bhow (?:long|soon)\b", re.I), (("duration",),)),
+    (re.compile(r"\bhow often\b", re.I), (("duration",),)),
+    (re.compile(r"\bhow old\b", re.I), (("age", "duration"),)),
+    (re.compile(r"\bhow much\b", re.I), (("money", "percentage", "count"),)),
+    (re.compile(r"\bwhat (?:percentage|percent|share|proportion)\b", re.I), (("percentage",),)),
+    (re.compile(_WHAT_IS_THE + r"(?:average|mean|median) age\b", re.I), (("statistic",), ("age",))),
+    (re.compile(_WHAT_IS_THE + r"(?:average|mean|median)\b", re.I), (("statistic",),)),
+    (re.compile(_WHAT_IS_THE + r"ages?\b", re.I), (("age",),)),
+    (re.compile(_WHAT_IS_THE + r"(?:sentiment|opinion|attitude|reaction|tone|mood)\b", re.I), (("opinion",),)),
+]
+_HOW_MANY = re.compile(r"\bhow many (\w+(?: \w+){0,2})", re.I)
+
+
+# "how many years does the vendor ...": the auxiliary after the wh-phrase, then the subject.
+_SUBJECT = re.compile(
+    r"\bhow (?:many|much|long|soon|often|old)\b(?:\s+[\w-]+){0,4}?\s+"
+    r"(?:do|does|did|is|are|was|were|must|should|shall|can|could|will|would|has|have|had|may)\s+"
+    r"(?:(?:the|a|an|its|their|each|every|this|that)\s+)?([A-Za-z][\w-]*)",
+    re.I,
+)
+
+
+def asked_value(question: str) -> AskedValue | None:
+    """The value `question` asks for, or None when it asks for something else (a rule, a duty, ...)."""
+    subject = _subject(question)
+    many = _HOW_MANY.search(question)
+    if many is not None:
+        words = many.group(1).split()
+        # "how many (business) days" asks for a duration; "how many employees" for a count.
+        for n in range(len(words), 0, -1):
+            if _TIME_UNIT_WORD.match(" ".join(words[:n])):
+                asking = content_terms("how many " + " ".join(words[:n]))
+                return AskedValue((("duration",),), frozenset(asking), subject)
+        # The counted thing ("employees") is what the question is about: it stays a key term.
+        return AskedValue((("count",),), frozenset(content_terms("how many")), subject)
+    for pattern, kinds in _ASKS:
+        m = pattern.search(question)
+        if m is not None:
+            return AskedValue(kinds, frozenset(content_terms(m.group(0))), subject)
+    return None
+
+
+def _subject(question: str) -> str | None:
+    m = _SUBJECT.search(question)
+    if m is None:
+        return None
+    terms = content_terms(m.group(1))
+    return terms[0] if terms else None  # a pronoun ("it", "they") names no subject
+
+
+def states_value(text: str, asked: AskedValue) -> bool:
+    """True when `text` states a value of every kind group `asked` needs."""
+    return all(any(_STATES[kind].search(text) for kind in group) for group in asked.kinds)

@@ -1,0 +1,108 @@
+"""Questions that ask for a value (how long, how much, an average, a sentiment) get one or a refusal."""
+from __future__ import annotations
+
+import pytest
+
+from core.answer_type import AskedValue, asked_value, states_value
+from tests.helpers import scored, toy_generator
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds", "subject"),
+    [
+        ("How long must the summary stay posted?", (("duration",),), "summari"),
+        ("How many business days before use must candidates be notified?", (("duration",),), "candid"),
+        ("Within how many days will the requested information be provided?", (("duration",),), "request"),
+        ("How many employees must a company have?", (("count",),), "compani"),
+        ("How much is the civil penalty?", (("money", "percentage", "count"),), "civil"),
+        ("What percentage of the data may be excluded?", (("percentage",),), None),
+        ("What is the average age of the male applicants?", (("statistic",), ("age",)), None),
+        ("What was the general sentiment of the comments?", (("opinion",),), None),
+        ("How often must the tool be audited?", (("duration",),), "tool"),
+        ("For how many years does the vendor provide historical data?", (("duration",),), "vendor"),
+        ("How long does it take?", (("duration",),), None),  # a pronoun names no subject
+    ],
+)
+def test_asked_value_kind_and_subject(question: str, kinds, subject):
+    asked = asked_value(question)
+    assert asked is not None
+    assert asked.kinds == kinds
+    assert asked.subject == subject
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is a bias audit?",
+        "Who enforces the law?",
+        "What is the purpose of the notice?",
+        "Does the law prohibit discrimination based on age?",  # mentions age, does not ask for one
+        "What are the penalties?",
+    ],
+)
+def test_questions_that_ask_for_a_rule_ask_for_no_value(question: str):
+    assert asked_value(question) is None
+
+
+def test_the_words_that_ask_are_not_what_the_question_is_about():
+    assert asked_value("For how many years does the vendor provide data?").words == {"mani", "year"}
+    # The counted thing is what a count question is about, so it is not among the asking words.
+    assert "employe" not in asked_value("How many employees must a company have?").words
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "states"),
+    [
+        ("no less than 10 business days before such use", "duration", True),
+        ("for a period ending 10 years after", "duration", True),
+        ("at least six months after its latest use", "duration", True),
+        ("pursuant to § 20-871 and § 5-301", "duration", False),
+        ("pursuant to § 20-871 and § 5-301", "count", False),  # section numbers are not quantities
+        ("a civil penalty of not more than $500", "money", True),
+        ("fines of up to 35 000 000 EUR", "money", True),
+        ("less than 2% of the data", "percentage", True),
+        ("Male 92 54.3% 1.00", "count", True),
+        ("Calculate the median score for the full sample", "statistic", True),
+        ("employment agency", "age", False),  # "age" inside a word is not an age
+        ("applicants 40 years of age or older", "age", True),
+        ("commenters supported the change", "opinion", True),
+        ("tools that automate, support or replace decisions", "opinion", False),
+    ],
+)
+def test_states_value(text: str, kind: str, states: bool):
+    assert states_value(text, AskedValue(((kind,),), frozenset())) is states
+
+
+def test_every_kind_group_must_be_stated():
+    asked = asked_value("What is the average age of the applicants?")
+    assert not states_value("the average score of the applicants", asked)
+    assert states_value("the average age of the applicants is 40", asked)
+
+
+# --- in the extractive generator (toy chunks: tests/helpers.py) --------------------------------
+
+
+def test_value_question_is_answered_with_the_clause_that_states_it():
+    answer = toy_generator().generate("How much is the civil penalty for a first violation?", scored())
+    assert not answer.refused
+    assert "$500" in answer.text
+
+
+def test_value_the_provisions_do_not_state_is_refused():
+    # The provisions talk about penalties, but never about an average one.
+    answer = toy_generator().generate("What was the average civil penalty imposed on sellers?", scored())
+    assert answer.refused and answer.citations == []
+
+
+def test_value_about_something_else_is_refused():
+    # The provisions define the reviewer and the audit, but the only duration is the seller's notice period.
+    answer = toy_generator().generate("How long does an independent reviewer have to finish a widget audit?", scored())
+    assert answer.refused and answer.citations == []
+
+
+def test_value_from_a_provision_that_never_names_the_subject_is_refused():
+    # Ten business days is the seller's notice period; § 1-102 says nothing about reviewers.
+    for_seller = toy_generator().generate("How many days before selling must a seller notify each buyer?", scored())
+    assert not for_seller.refused and "ten business days" in for_seller.text
+    for_reviewer = toy_generator().generate("How many days before selling must a reviewer notify each buyer?", scored())
+    assert for_reviewer.refused
