@@ -13,6 +13,8 @@ runs=(
   "fixed-k3 --no-rewrite" "fixed-k5 --no-rewrite" "fixed-k7 --no-rewrite" "fixed-k10 --no-rewrite"
   "pa-2class --no-rewrite" "pa-3class --no-rewrite"
   "fixed-k5" "fixed-k7" "pa-2class" "pa-3class"
+  # issue 3: token budget and novelty rule (bot/retrieval_configs.toml), and their ablations
+  "fixed-k7-novelty" "fixed-b1200" "pa-2class-budget"
 )
 for run in "${runs[@]}"; do
   set -- $run

@@ -60,6 +60,8 @@ class ConfigPolicy:
             q=row.q,
             kg_keywords=row.kg_keywords,
             kg_depth=row.kg_depth,
+            max_context_tokens=row.max_context_tokens,
+            min_novelty=row.min_novelty,
             config=self.config.name,
             fallback=row.fallback,
             kg=self.config.kg,

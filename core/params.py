@@ -8,6 +8,7 @@ used the default row: `params_for` looks labels up by int and refuses unknown on
     configs = load_configs()
     row = configs["pa-3class"].params_for(label)   # label from ComplexityClassifier, or None
     row.top_k, row.q, row.kg_keywords, row.kg_depth, row.fallback
+    row.max_context_tokens, row.min_novelty             # optional: 0 = no token budget / no novelty rule
 """
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ class ParamRow(BaseModel):
     q: int = Field(ge=1, le=20)  # queries searched: the question + (q - 1) rewrites
     kg_keywords: int = Field(ge=0, le=50)  # K
     kg_depth: int = Field(ge=0, le=10)  # S
+    # Token budget for the chunks kept after fusion (0 = none: top_k alone decides); see
+    # core/context_budget.py. top_k still caps how many chunks are kept.
+    max_context_tokens: int = Field(default=0, ge=0, le=100_000)
+    # Share of a chunk's distinct words that must be new to the chunks already kept (0 = keep
+    # every chunk): skips a provision that mostly repeats one kept above it.
+    min_novelty: float = Field(default=0.0, ge=0.0, lt=1.0)
     fallback: bool = False
 
 
@@ -45,9 +52,15 @@ class _RowSpec(BaseModel):
     q: int = Field(ge=1, le=20)
     kg_keywords: int = Field(ge=0, le=50)
     kg_depth: int = Field(ge=0, le=10)
+    max_context_tokens: int = Field(default=0, ge=0, le=100_000)
+    min_novelty: float = Field(default=0.0, ge=0.0, lt=1.0)
 
     def row(self, *, fallback: bool = False) -> ParamRow:
         return ParamRow(**self.model_dump(), fallback=fallback)
+
+
+_REQUIRED_ROW_FIELDS = ("top_k", "q", "kg_keywords", "kg_depth")
+_OPTIONAL_ROW_FIELDS = ("max_context_tokens", "min_novelty")
 
 
 class RetrievalConfig(BaseModel):
@@ -63,6 +76,8 @@ class RetrievalConfig(BaseModel):
     q: int | None = Field(default=None, ge=1, le=20)
     kg_keywords: int | None = Field(default=None, ge=0, le=50)
     kg_depth: int | None = Field(default=None, ge=0, le=10)
+    max_context_tokens: int | None = Field(default=None, ge=0, le=100_000)  # optional, 0 = no budget
+    min_novelty: float | None = Field(default=None, ge=0.0, lt=1.0)  # optional, 0 = off
     # Adaptive configs.
     classes: int | None = Field(default=None, ge=2, le=3)
     labels: dict[int, _RowSpec] | None = None
@@ -70,7 +85,7 @@ class RetrievalConfig(BaseModel):
 
     @model_validator(mode="after")
     def _fixed_xor_adaptive(self) -> RetrievalConfig:
-        fixed = {k: getattr(self, k) for k in ("top_k", "q", "kg_keywords", "kg_depth")}
+        fixed = {k: getattr(self, k) for k in (*_REQUIRED_ROW_FIELDS, *_OPTIONAL_ROW_FIELDS)}
         adaptive = {"classes": self.classes, "labels": self.labels, "fallback": self.fallback}
         if any(v is not None for v in adaptive.values()):
             present = [k for k, v in fixed.items() if v is not None]
@@ -94,12 +109,23 @@ class RetrievalConfig(BaseModel):
                     parts.append(f"row(s) for label(s) {extra} outside 0..{self.classes - 1}")
                 raise ValueError(f"labels: {'; '.join(parts)} (classes = {self.classes})")
         else:
-            missing = [k for k, v in fixed.items() if v is None]
+            missing = [k for k in _REQUIRED_ROW_FIELDS if fixed[k] is None]
             if missing:
                 raise ValueError(
                     f"fixed config is missing {', '.join(missing)} "
                     "(or give classes/labels/fallback for an adaptive config)"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _budget_not_with_graph(self) -> RetrievalConfig:
+        # The knowledge-graph stage merges its provisions into the top_k itself (core/pipeline.py,
+        # _with_graph) and does not apply a budget or the novelty rule: refuse rather than ignore them.
+        if not self.kg:
+            return self
+        rows = [self, *(self.labels or {}).values(), *([self.fallback] if self.fallback else [])]
+        if any((r.max_context_tokens or 0) > 0 or (r.min_novelty or 0) > 0 for r in rows):
+            raise ValueError("max_context_tokens and min_novelty are not supported with kg = true yet")
         return self
 
     @property
@@ -113,8 +139,9 @@ class RetrievalConfig(BaseModel):
         `fallback=True`. A label outside 0..classes-1 (or not an int) is a bug upstream: ValueError.
         """
         if not self.adaptive:
+            optional = {k: getattr(self, k) for k in _OPTIONAL_ROW_FIELDS if getattr(self, k) is not None}
             return ParamRow(
-                top_k=self.top_k, q=self.q, kg_keywords=self.kg_keywords, kg_depth=self.kg_depth  # type: ignore[arg-type]
+                top_k=self.top_k, q=self.q, kg_keywords=self.kg_keywords, kg_depth=self.kg_depth, **optional  # type: ignore[arg-type]
             )
         if label is None:
             return self.fallback.row(fallback=True)  # type: ignore[union-attr]

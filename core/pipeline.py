@@ -8,11 +8,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
 from core.adaptive import FixedPolicy, ParamPolicy
+from core.context_budget import select_contexts
 from core.rerank import NoReranker, Reranker
 from core.rewriter import OfflineRewriter, QueryRewriter
 from core.text import tokens
@@ -127,7 +129,9 @@ class AnswerPipeline:
         self.generator = generator
         self.policy: ParamPolicy = FixedPolicy(params) if isinstance(params, RetrievalParams) else params
         self.default_collection = default_collection
-        self.count_tokens = count_tokens
+        # Chunks are immutable and few; tokenizing one costs ~0.4 ms and each is counted for the budget
+        # and for usage, question after question: remember the counts (bounded, per pipeline).
+        self.count_tokens = lru_cache(maxsize=8192)(count_tokens)
         self.limits = limits
         self.embed_queries = embed_queries
         self.rewriter: QueryRewriter = rewriter or OfflineRewriter()
@@ -174,7 +178,7 @@ class AnswerPipeline:
             )
             t = clock.lap("kg", t)
         else:
-            contexts = contexts[: params.top_k]
+            contexts = select_contexts(contexts, params, self.count_tokens)  # top_k, token budget, novelty
         answer = self.generator.generate(
             rewrite.standalone, contexts, history, None if vectors is None else vectors[0]
         )

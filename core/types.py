@@ -88,6 +88,8 @@ class RetrievalParams:
     fallback: bool = False  # an adaptive config without a classifier label used its fallback row
     rerank: bool = False
     kg: bool = False  # add the knowledge-graph stage (facts + their provisions)
+    max_context_tokens: int = 0  # token budget for the kept chunks (0 = none; core/context_budget.py)
+    min_novelty: float = 0.0  # share of a chunk's words that must be new to the kept ones (0 = off)
 
 
 @dataclass

@@ -129,3 +129,79 @@ def test_every_bad_config_is_reported_at_once():
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_configs(tmp_path / "nope.toml")
+
+
+# --- token budget and novelty rule (issue 3) ------------------------------------------------------
+
+
+def test_budget_config_gives_each_label_its_budget(configs):
+    config = configs["pa-2class-budget"]
+    assert config.adaptive and config.classes == 2
+    small, large = config.params_for(0), config.params_for(1)
+    assert (small.max_context_tokens, large.max_context_tokens) == (1000, 1500)
+    assert small.min_novelty == large.min_novelty == 0.4
+    fallback = config.params_for(None)
+    assert fallback.fallback is True and 1000 <= fallback.max_context_tokens <= 1500
+
+
+@pytest.mark.parametrize("name", ["fixed-k7", "pa-2class", "pa-3class"])
+def test_rows_without_the_optional_fields_have_no_budget_and_no_novelty_rule(configs, name):
+    config = configs[name]
+    for label in [None, *range(config.classes or 1)]:
+        row = config.params_for(label)
+        assert (row.max_context_tokens, row.min_novelty) == (0, 0.0)
+
+
+def test_fixed_config_can_set_the_optional_fields(tmp_path):
+    text = "[configs.x]\ntop_k = 9\nq = 1\nkg_keywords = 1\nkg_depth = 1\nmax_context_tokens = 800\nmin_novelty = 0.25\n"
+    row = load_configs(_write(tmp_path, text))["x"].params_for(None)
+    assert (row.top_k, row.max_context_tokens, row.min_novelty, row.fallback) == (9, 800, 0.25, False)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, max_context_tokens = -5 }"), "configs.ok.labels.1.max_context_tokens"),
+        (GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, min_novelty = 1.0 }"), "configs.ok.labels.1.min_novelty"),
+        (GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, min_novelty = -0.1 }"), "configs.ok.labels.1.min_novelty"),
+        (GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, max_tokens = 900 }"), "configs.ok.labels.1.max_tokens"),
+        (GOOD_ADAPTIVE + "max_context_tokens = 900\n", "must not also set max_context_tokens"),
+        ("[configs.x]\ntop_k = 3\nq = 1\nkg_keywords = 1\nkg_depth = 1\nmax_context_tokens = 'lots'\n", "configs.x.max_context_tokens"),
+    ],
+)
+def test_bad_budget_or_novelty_is_refused_at_load(tmp_path, text, needle):
+    with pytest.raises(ConfigError) as info:
+        load_configs(_write(tmp_path, text))
+    assert needle in str(info.value)
+
+
+class _FixedLabel:
+    def __init__(self, label: int):
+        self.label = label
+
+    def predict(self, question, vector=None) -> int:
+        return self.label
+
+
+@pytest.mark.parametrize(("label", "budget"), [(0, 1000), (1, 1500)])
+def test_policy_hands_the_labels_budget_to_retrieval(configs, label, budget):
+    from core.adaptive import ConfigPolicy
+    from core.types import RetrievalParams
+
+    base = RetrievalParams(top_k=7, fusion="rankedFusion", alpha=0.5)
+    params, got = ConfigPolicy(configs["pa-2class-budget"], base, _FixedLabel(label)).select("q?", None)
+    assert got == label
+    assert (params.max_context_tokens, params.min_novelty, params.config) == (budget, 0.4, "pa-2class-budget")
+    unlabelled, none = ConfigPolicy(configs["pa-2class-budget"], base, None).select("q?", None)
+    assert none is None and unlabelled.fallback and unlabelled.max_context_tokens == 1200
+
+
+def test_budget_with_the_knowledge_graph_is_refused_not_ignored(tmp_path):
+    text = GOOD_ADAPTIVE.replace("classes = 2", "kg = true\nclasses = 2").replace(
+        "kg_depth = 3 }", "kg_depth = 3, max_context_tokens = 900 }"
+    )
+    with pytest.raises(ConfigError, match="not supported with kg"):
+        load_configs(_write(tmp_path, text))
+    fixed = "[configs.x]\nkg = true\ntop_k = 3\nq = 1\nkg_keywords = 1\nkg_depth = 1\nmin_novelty = 0.3\n"
+    with pytest.raises(ConfigError, match="configs.x: .*not supported with kg"):
+        load_configs(_write(tmp_path, fixed))
