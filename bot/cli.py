@@ -237,7 +237,8 @@ def index_migrate(
 CONFIG_HELP = (
     "Retrieval parameters: default (HYPA_TOP_K, no rewrites), fixed-k3, fixed-k5, fixed-k7, fixed-k10, "
     "pa-2class, pa-3class (parameter-adaptive: a complexity classifier picks top-k and rewrites), "
-    "hypa-2class, hypa-3class, fixed-k7-kg (the same plus the knowledge graph) [default: HYPA_RETRIEVAL_CONFIG]."
+    "hypa-2class, hypa-3class, fixed-k7-kg (the same plus the knowledge graph), pa-2class-budget (the label "
+    "sets a token budget; ablations fixed-b1200, fixed-k7-novelty, hypa-2class-budget) [default: HYPA_RETRIEVAL_CONFIG]."
 )
 
 

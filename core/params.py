@@ -117,17 +117,6 @@ class RetrievalConfig(BaseModel):
                 )
         return self
 
-    @model_validator(mode="after")
-    def _budget_not_with_graph(self) -> RetrievalConfig:
-        # The knowledge-graph stage merges its provisions into the top_k itself (core/pipeline.py,
-        # _with_graph) and does not apply a budget or the novelty rule: refuse rather than ignore them.
-        if not self.kg:
-            return self
-        rows = [self, *(self.labels or {}).values(), *([self.fallback] if self.fallback else [])]
-        if any((r.max_context_tokens or 0) > 0 or (r.min_novelty or 0) > 0 for r in rows):
-            raise ValueError("max_context_tokens and min_novelty are not supported with kg = true yet")
-        return self
-
     @property
     def adaptive(self) -> bool:
         return self.classes is not None

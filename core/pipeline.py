@@ -68,10 +68,10 @@ def drop_near_duplicates(results: Sequence[ScoredChunk], threshold: float = 0.9)
 
 
 def _without_added_duplicates(
-    fused: Sequence[ScoredChunk], added: set[str], limit: int, threshold: float = 0.9
+    fused: Sequence[ScoredChunk], added: set[str], threshold: float = 0.9
 ) -> list[ScoredChunk]:
-    """The first `limit` of `fused`, skipping chunks that nearly duplicate a kept one when either of
-    the two is a graph addition (the hybrid list is already de-duplicated among itself)."""
+    """`fused` in order, without chunks that nearly duplicate a kept one when either of the two is
+    a graph addition (the hybrid list is already de-duplicated among itself)."""
     words: dict[str, frozenset[str]] = {}
 
     def of(sc: ScoredChunk) -> frozenset[str]:
@@ -81,8 +81,6 @@ def _without_added_duplicates(
 
     kept: list[ScoredChunk] = []
     for sc in fused:
-        if len(kept) >= limit:
-            break
         rivals = kept if sc.chunk.id in added else [k for k in kept if k.chunk.id in added]
         if any(_jaccard(of(sc), of(k)) >= threshold for k in rivals):
             continue
@@ -235,15 +233,19 @@ class AnswerPipeline:
         try:
             graph = self.knowledge_graph(collection) if self.knowledge_graph is not None else None
             if graph is None:
-                return ranked[: params.top_k]
+                return select_contexts(ranked, params, self.count_tokens)
             found = graph.retrieve(
                 question, keywords=params.kg_keywords, depth=params.kg_depth, query_vector=query_vector
             )
         except Exception:  # the graph only adds to the hybrid results: a fault in it must not cost the answer
             log.exception("knowledge-graph stage failed for collection %r; answering from the hybrid results", collection)
-            return ranked[: params.top_k]
+            return select_contexts(ranked, params, self.count_tokens)
+        # A token budget covers the whole context: the facts' lines come out of it first.
+        if params.max_context_tokens > 0:
+            fact_tokens = sum(self.count_tokens(sc.chunk.text) for sc in found.contexts)
+            params = replace(params, max_context_tokens=max(1, params.max_context_tokens - fact_tokens))
         if not found.provisions:
-            return [*ranked[: params.top_k], *found.contexts]
+            return [*select_contexts(ranked, params, self.count_tokens), *found.contexts]
         by_id = {sc.chunk.id: sc for sc in ranked}
         added = {c.id for c in found.provisions if c.id not in by_id}
         for chunk in found.provisions:
@@ -252,8 +254,8 @@ class AnswerPipeline:
             [[(sc.chunk.id, sc.score) for sc in ranked], [(c.id, 0.0) for c in found.provisions]]
         )
         candidates = [ScoredChunk(by_id[cid].chunk, score) for cid, score in fused]
-        merged = _without_added_duplicates(candidates, added, params.top_k)
-        return [*merged, *found.contexts]
+        merged = _without_added_duplicates(candidates, added)
+        return [*select_contexts(merged, params, self.count_tokens), *found.contexts]
 
     def _validate(self, question: str) -> str | None:
         if not question:

@@ -90,12 +90,12 @@ def _index(tmp_path):
     return index
 
 
-def _pipeline(index, graphs, kg: bool) -> AnswerPipeline:
+def _pipeline(index, graphs, kg: bool, **params) -> AnswerPipeline:
     stats = TermStats.from_texts(c.text for c in CHUNKS)
     return AnswerPipeline(
         index,
         ExtractiveGenerator(lambda c: stats),
-        RetrievalParams(top_k=2, fusion="rankedFusion", alpha=0.5, kg_keywords=3, kg_depth=2, kg=kg),
+        RetrievalParams(**{"top_k": 2, "fusion": "rankedFusion", "alpha": 0.5, "kg_keywords": 3, "kg_depth": 2, "kg": kg, **params}),
         default_collection="toy",
         count_tokens=lambda t: len(t.split()),
         knowledge_graph=graphs,
@@ -120,6 +120,24 @@ def test_pipeline_kg_stage_adds_facts_and_provisions(tmp_path):
     assert [c.kind for c in plain.contexts] == ["chunk", "chunk"] and "kg" not in plain.timings_ms
 
 
+def test_token_budget_with_the_graph_covers_facts_and_provisions(tmp_path):
+    index = _index(tmp_path)
+    graphs = KnowledgeGraphs(index, KGStore(tmp_path / "kg"), OfflineExtractor)
+    question = "What penalty applies to a seller who violates the chapter?"
+    unlimited = _pipeline(index, graphs, kg=True, top_k=4).answer(question)
+    facts = sum(len(c.chunk.text.split()) for c in unlimited.contexts if c.kind == "kg")
+    chunks = [c for c in unlimited.contexts if c.kind == "chunk"]
+    assert facts and len(chunks) >= 2
+    # Room for the facts and the first provision only: the rest of the ranking is skipped.
+    budget = facts + len(chunks[0].chunk.text.split())
+    limited = _pipeline(index, graphs, kg=True, top_k=4, max_context_tokens=budget).answer(question)
+    assert [c.chunk.id for c in limited.contexts if c.kind == "chunk"] == [chunks[0].chunk.id]
+    assert [c.chunk.id for c in limited.contexts if c.kind == "kg"] == [
+        c.chunk.id for c in unlimited.contexts if c.kind == "kg"
+    ]
+    assert limited.answer.usage.context_tokens <= budget
+
+
 def test_graph_cache_follows_the_index_version(tmp_path):
     index = _index(tmp_path)
     store = KGStore(tmp_path / "kg")
@@ -142,9 +160,10 @@ def test_graph_additions_that_repeat_a_hybrid_chunk_are_dropped():
     codified = make_chunk("Code § 1", "A seller shall notify each buyer ten days before a sale.", doc_id="code")
     other = make_chunk("Code § 2", "Penalties are set by the department.", doc_id="law")
     fused = [ScoredChunk(law, 0.3), ScoredChunk(codified, 0.2), ScoredChunk(other, 0.1)]
-    kept = _without_added_duplicates(fused, {codified.id}, limit=3)
+    kept = _without_added_duplicates(fused, {codified.id})
     assert [sc.chunk.id for sc in kept] == [law.id, other.id]
-    assert len(_without_added_duplicates(fused, {codified.id}, limit=1)) == 1
+    # A duplicate within the hybrid list itself is left alone (that list is de-duplicated upstream).
+    assert len(_without_added_duplicates(fused, set())) == 3
 
 
 class _WordEmbedder:

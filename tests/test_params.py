@@ -196,12 +196,11 @@ def test_policy_hands_the_labels_budget_to_retrieval(configs, label, budget):
     assert none is None and unlabelled.fallback and unlabelled.max_context_tokens == 1200
 
 
-def test_budget_with_the_knowledge_graph_is_refused_not_ignored(tmp_path):
+def test_budget_and_novelty_are_accepted_with_the_knowledge_graph(tmp_path):
     text = GOOD_ADAPTIVE.replace("classes = 2", "kg = true\nclasses = 2").replace(
         "kg_depth = 3 }", "kg_depth = 3, max_context_tokens = 900 }"
     )
-    with pytest.raises(ConfigError, match="not supported with kg"):
-        load_configs(_write(tmp_path, text))
+    assert load_configs(_write(tmp_path, text))
     fixed = "[configs.x]\nkg = true\ntop_k = 3\nq = 1\nkg_keywords = 1\nkg_depth = 1\nmin_novelty = 0.3\n"
-    with pytest.raises(ConfigError, match="configs.x: .*not supported with kg"):
-        load_configs(_write(tmp_path, fixed))
+    assert load_configs(_write(tmp_path, fixed))["x"].params_for(None).min_novelty == 0.3
+
