@@ -20,7 +20,7 @@ from bot.wiring import Components
 from core.eval import build_report, run_eval
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "eval" / "ll144_dev.jsonl"
-CONFIGS = ("default", "fixed-k7", "pa-2class", "pa-3class", "hypa-2class")
+CONFIGS = ("default", "pa-2class", "pa-3class", "pa-2class-budget", "hypa-2class")
 
 
 def standalone(row: dict) -> dict:
