@@ -93,7 +93,7 @@ def _metrics_table(title: str, rows, chosen: str | None = None) -> Table:
 @classifier_app.command("train")
 def train(
     classes: str = typer.Option("both", "--classes", help="2, 3 or both."),
-    kind: str = typer.Option("all", "--kind", help="tfidf-svm, tfidf-lr, embed-lr, or all (compare and save the best)."),
+    kind: str = typer.Option("all", "--kind", help="tfidf-svm, tfidf-lr, embed-lr, tfidf-svm+tokcnn, or all (compare and save the best)."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Training CSV (default: HYPA_CLASSIFIER_TRAIN_CSV)."),
     refit_all: bool = typer.Option(
         False, "--refit-all", help="After scoring, refit the saved model on every row (eval then becomes optimistic)."
@@ -101,6 +101,7 @@ def train(
 ) -> None:
     """Train on the training groups, compare kinds on the noisy variants of held-out groups, save the best."""
     from core.complexity import KINDS, ComplexityClassifier, choose_best, classifier_dir
+    from core.complexity_tokens import TokenStatesError
 
     settings = _settings()
     class_list = _class_list(classes)
@@ -136,7 +137,7 @@ def train(
                         refit_all=refit_all,
                         progress=say,
                     )
-                except ValueError as exc:
+                except (ValueError, TokenStatesError) as exc:
                     _fail(f"{k}: {exc}")
                 progress.update(step, description=f"  {k}: done (macro-F1 {metrics.macro_f1:.4f})", total=1, completed=1)
                 progress.advance(overall)
@@ -165,7 +166,7 @@ def evaluate(
     csv_path: Path | None = typer.Option(None, "--csv", help="CSV to score (default: the training CSV)."),
 ) -> None:
     """Score the saved classifier on the group-held-out noisy split it was validated on."""
-    from core.complexity import ClassifierArtifactError, ComplexityClassifier, classifier_dir, evaluate_artifact
+    from core.complexity import ClassifierArtifactError, classifier_dir, evaluate_artifact, load_classifier
 
     settings = _settings()
     path = _train_csv(settings, csv_path)
@@ -174,7 +175,7 @@ def evaluate(
         if not (folder / "meta.json").is_file():
             _fail(f"no {n_classes}-class classifier at {folder}: run `hypa classifier train --classes {n_classes}`")
         try:
-            model = ComplexityClassifier.load(folder, embed=_LazyEmbed(settings))
+            model = load_classifier(folder, embed=_LazyEmbed(settings))
         except ClassifierArtifactError as exc:
             _fail(str(exc))
         metrics = evaluate_artifact(model, path)
@@ -190,7 +191,7 @@ def predict(
     classes: int = typer.Option(3, "--classes", help="2 or 3."),
 ) -> None:
     """Label every question of a CSV (0 = one piece of context, 1 = two, 2 = three or more)."""
-    from core.complexity import ClassifierArtifactError, ComplexityClassifier, classifier_dir, ensure_classifier
+    from core.complexity import ClassifierArtifactError, classifier_dir, ensure_classifier, load_classifier
 
     if classes not in (2, 3):
         _fail(f"--classes must be 2 or 3, got {classes}")
@@ -207,7 +208,7 @@ def predict(
     embed = _LazyEmbed(settings)
     folder = classifier_dir(settings.data_dir, classes)
     try:
-        model = ComplexityClassifier.load(folder, embed=embed) if (folder / "meta.json").is_file() else None
+        model = load_classifier(folder, embed=embed) if (folder / "meta.json").is_file() else None
     except ClassifierArtifactError as exc:
         err.print(f"[yellow]warning:[/] {exc}")
         model = None

@@ -58,7 +58,7 @@ class Settings(BaseSettings):
     classifier_train_csv: Path = Field(
         default=PROJECT_ROOT.parent / "shared" / "data" / "classifier" / "complexity_train.csv"
     )
-    classifier_kind: Literal["auto", "tfidf-svm", "tfidf-lr", "embed-lr"] = "auto"
+    classifier_kind: Literal["auto", "tfidf-svm", "tfidf-lr", "embed-lr", "tfidf-svm+tokcnn"] = "auto"
 
     # Cross-encoder reranking of the fused candidates (a local model folder, e.g. bge-reranker-large);
     # empty = disabled. Never downloaded.

@@ -3,13 +3,15 @@
 Labels (HyPA-RAG, arXiv 2409.09046): 0 = one, 1 = two, 2 = three or more. The 2-class scheme merges
 1 and 2. The label picks the retrieval parameters (see core/params.py).
 
-Kinds (all linear, all trained in seconds; see docs/CLASSIFIER.md for the measured comparison):
+Kinds (see docs/CLASSIFIER.md for the measured comparison; the first three are linear and train in seconds):
 
 - ``tfidf-svm``: word 1-2-gram + char_wb 2-5-gram TF-IDF + a few question-shape counts, LinearSVC.
 - ``tfidf-lr``:  the same features, multinomial logistic regression.
 - ``embed-lr``:  logistic regression on the all-MiniLM-L6-v2 sentence embedding. The pipeline
   already embeds the query for retrieval, so `predict(question, vector=...)` costs one dot product;
   without a vector it needs an `embed` function (a model call).
+- ``tfidf-svm+tokcnn``: tfidf-svm stacked with a small CNN over MiniLM's input token states
+  (core/complexity_tokens.py; torch to train, numpy to run).
 
 A fine-tuned MiniLM was measured and rejected (training far over the 5-minute budget on 2 cores,
 tens of ms per question): see docs/CLASSIFIER.md.
@@ -44,7 +46,8 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
-KINDS = ("tfidf-svm", "tfidf-lr", "embed-lr")
+TOKEN_CNN_KIND = "tfidf-svm+tokcnn"  # implemented in core/complexity_tokens.py
+KINDS = ("tfidf-svm", "tfidf-lr", "embed-lr", TOKEN_CNN_KIND)
 DEFAULT_KIND = "tfidf-svm"
 CLEAN_VARIANT = "question_set3"
 DEFAULT_TRAIN_CSV = (
@@ -333,6 +336,7 @@ class ComplexityClassifier:
 
     @classmethod
     def load(cls, path: str | Path, *, embed: EmbedFn | None = None) -> ComplexityClassifier:
+        """A linear kind's folder; `load_classifier` reads any kind."""
         path = Path(path)
         files = {name: path / name for name in ("meta.json", "vocab.json", "weights.npz")}
         missing = [name for name, file in files.items() if not file.is_file()]
@@ -383,11 +387,14 @@ class ComplexityClassifier:
         embeddings_cache: Path | None = None,
         refit_all: bool = False,
         progress: ProgressFn | None = None,
-    ) -> tuple[ComplexityClassifier, Metrics]:
+        token_states: Any = None,
+    ) -> tuple[Any, Metrics]:
         """Fit on the training groups, score on the noisy variants of the held-out groups.
 
         `refit_all=True` refits on every row after scoring (the metrics stay those of the split
-        model; `eval` of such an artifact is then optimistic, and says so).
+        model; `eval` of such an artifact is then optimistic, and says so). For `tfidf-svm+tokcnn`
+        the model is a `core.complexity_tokens.TokenCnnClassifier`; `token_states` replaces its
+        MiniLM token encoder (tests).
         """
         _check_classes(classes)
         if kind not in KINDS:
@@ -406,13 +413,27 @@ class ComplexityClassifier:
             embed, embed_model_id = _default_embed(embed, embed_model_id)
             say("embedding questions")
             vectors = _embed_cached(embed, questions, embed_model_id, embeddings_cache, Path(csv_path))
+        if kind == TOKEN_CNN_KIND and token_states is None:
+            from core.complexity_tokens import default_token_states
+
+            say("loading MiniLM token embeddings")
+            token_states = default_token_states()
+
+        def fit(rows: np.ndarray) -> Any:
+            if kind == TOKEN_CNN_KIND:
+                from core.complexity_tokens import fit_token_cnn
+
+                svm = _fit("tfidf-svm", classes, [questions[i] for i in rows], y[rows], None)
+                return fit_token_cnn([questions[i] for i in rows], y[rows], classes, svm, token_states)
+            fitted = _fit(kind, classes, [questions[i] for i in rows], y[rows],
+                          None if vectors is None else vectors[rows])
+            fitted.embed, fitted.embed_model_id = embed, embed_model_id if kind == "embed-lr" else ""
+            return fitted
 
         say("fitting")
         started = time.perf_counter()
-        model = _fit(kind, classes, [questions[i] for i in train_idx], y[train_idx],
-                     None if vectors is None else vectors[train_idx])
+        model = fit(train_idx)
         train_seconds = time.perf_counter() - started
-        model.embed, model.embed_model_id = embed, embed_model_id if kind == "embed-lr" else ""
 
         say("scoring held-out groups")
         eval_q = [questions[i] for i in eval_idx]
@@ -422,12 +443,13 @@ class ComplexityClassifier:
         metrics.n_train = len(train_idx)
         if kind == "embed-lr":
             metrics.notes = "ms excludes the query embedding (the pipeline computes it for retrieval)"
+        if kind == TOKEN_CNN_KIND:
+            metrics.notes = "ms includes the MiniLM token states (numpy); train s includes torch training of the CNN"
 
         trained_on = "train split"
         if refit_all:
             say("refitting on all rows")
-            model = _fit(kind, classes, questions, y, vectors)
-            model.embed, model.embed_model_id = embed, embed_model_id if kind == "embed-lr" else ""
+            model = fit(np.arange(len(questions)))
             trained_on = "all rows"
         model.meta = {
             "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -486,6 +508,20 @@ def _fit(kind: str, classes: int, questions: list[str], y: np.ndarray, vectors: 
     )
 
 
+def load_classifier(path: str | Path, *, embed: EmbedFn | None = None, token_states: Any = None) -> Any:
+    """Any saved kind: a `ComplexityClassifier` (linear kinds) or a `TokenCnnClassifier`."""
+    meta_file = Path(path) / "meta.json"
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ClassifierArtifactError(f"classifier artifact {path} has no readable meta.json: {exc}") from exc
+    if isinstance(meta, dict) and meta.get("kind") == TOKEN_CNN_KIND:
+        from core.complexity_tokens import TokenCnnClassifier
+
+        return TokenCnnClassifier.load(path, meta, token_states=token_states)
+    return ComplexityClassifier.load(path, embed=embed)
+
+
 def score(
     model: ComplexityClassifier,
     questions: Sequence[str],
@@ -526,7 +562,7 @@ def score(
 
 
 def evaluate_artifact(
-    model: ComplexityClassifier, csv_path: str | Path, *, vectors_for: EmbedFn | None = None
+    model: Any, csv_path: str | Path, *, vectors_for: EmbedFn | None = None
 ) -> Metrics:
     """Re-score a saved classifier on the same group-held-out noisy split it was validated on."""
     split = model.meta.get("split", {})
@@ -612,7 +648,7 @@ def classifier_dir(data_dir: str | Path, classes: int) -> Path:
     return Path(data_dir) / "classifier" / f"complexity-{classes}class"
 
 
-def ensure_classifier(settings: Any, classes: int, *, embed: EmbedFn | None = None) -> ComplexityClassifier | None:
+def ensure_classifier(settings: Any, classes: int, *, embed: EmbedFn | None = None) -> Any:
     """The saved classifier for `classes`, training it first if it is missing and the CSV exists.
 
     Reads `settings.data_dir`, and (when present) `settings.classifier_train_csv` and
@@ -630,7 +666,7 @@ def ensure_classifier(settings: Any, classes: int, *, embed: EmbedFn | None = No
     with _ensure_lock:
         if (folder / "meta.json").is_file():
             try:
-                model = ComplexityClassifier.load(folder, embed=embed)
+                model = load_classifier(folder, embed=embed)
             except ClassifierArtifactError as exc:
                 log.warning("complexity classifier at %s is unusable (%s); retraining", folder, exc)
             else:
@@ -649,7 +685,7 @@ def ensure_classifier(settings: Any, classes: int, *, embed: EmbedFn | None = No
             model, metrics = ComplexityClassifier.train(
                 csv_path, classes, kind, embed=embed, embeddings_cache=folder.parent
             )
-        except (ClassifierDataError, ValueError) as exc:
+        except (ClassifierDataError, ValueError, RuntimeError) as exc:  # RuntimeError: TokenStatesError
             log.warning("could not train the complexity classifier (%s): using the default parameter mapping", exc)
             return None
         model.save(folder)
