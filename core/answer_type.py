@@ -115,6 +115,23 @@ def _subject(question: str) -> str | None:
     return terms[0] if terms else None  # a pronoun ("it", "they") names no subject
 
 
+# How a refusal names what the provisions lack ("They state no period or deadline for it.").
+_KIND_NAMES = {
+    "duration": "period or deadline",
+    "money": "amount",
+    "percentage": "percentage",
+    "count": "number",
+    "age": "age",
+    "statistic": "average",
+    "opinion": "opinion or sentiment",
+}
+
+
+def describe(asked: AskedValue) -> str:
+    """What kind of value `asked` is, in words: the first kind of its first group ("average")."""
+    return _KIND_NAMES[asked.kinds[0][0]]
+
+
 def states_value(text: str, asked: AskedValue) -> bool:
     """True when `text` states a value of every kind group `asked` needs."""
     return all(any(_STATES[kind].search(text) for kind in group) for group in asked.kinds)

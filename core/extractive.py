@@ -12,7 +12,7 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
-from core.answer_type import AskedValue, asked_value, states_value
+from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.termstats import TermStats
 from core.text import QUESTION_FRAMING, content_terms, sentence_spans
 from core.types import Answer, Chunk, Citation, ScoredChunk, Turn
@@ -124,7 +124,7 @@ class ExtractiveGenerator:
         if asked is not None:
             stating = self._stating_asked_value(sentences, asked, weights, chunks)
             if not stating:
-                return self._refusal(contexts)
+                return self._refusal(contexts, f"They state no {describe(asked)} for it.")
         scored = {s: self._score(s, chunks[s.context_rank], weights) for s in sentences}
         for s in stating:  # the answer leads with the value asked for
             scored[s] += self.config.value_weight
@@ -247,12 +247,12 @@ class ExtractiveGenerator:
             parts.append(f"{' '.join(s.text.split())} [{n}]")
         return Answer(text=" ".join(parts), refused=False, citations=citations, model=self.model_name)
 
-    def _refusal(self, contexts: Sequence[ScoredChunk]) -> Answer:
+    def _refusal(self, contexts: Sequence[ScoredChunk], why: str = "") -> Answer:
         nearest: list[str] = []
         for sc in contexts[:3]:
             if sc.chunk.label not in nearest:
                 nearest.append(sc.chunk.label)
-        text = REFUSAL_TEXT
+        text = f"{REFUSAL_TEXT} {why}" if why else REFUSAL_TEXT
         if nearest:
             text += " The nearest provisions I found are " + "; ".join(nearest) + "."
         return Answer(text=text, refused=True, citations=[], model=self.model_name)

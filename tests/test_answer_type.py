@@ -92,6 +92,9 @@ def test_value_the_provisions_do_not_state_is_refused():
     # The provisions talk about penalties, but never about an average one.
     answer = toy_generator().generate("What was the average civil penalty imposed on sellers?", scored())
     assert answer.refused and answer.citations == []
+    # The refusal says what is missing, then where it looked.
+    assert "don't address this question. They state no average for it." in answer.text
+    assert "nearest provisions" in answer.text
 
 
 def test_value_about_something_else_is_refused():
