@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from core.text import tokens
+from core.text import word_set
 from core.types import RetrievalParams, ScoredChunk
 
 
@@ -33,7 +33,7 @@ def select_contexts(
     for sc in ranked:
         if len(kept) >= params.top_k:
             break
-        words = set(tokens(sc.chunk.text))
+        words = word_set(sc.chunk.text)
         if kept and novelty > 0 and (not words or len(words - seen) / len(words) < novelty):
             continue
         size = count_tokens(sc.chunk.text) if budget > 0 else 0

@@ -122,7 +122,7 @@ class ExtractiveGenerator:
         asked = asked_value(question)
         stating: set[_Sentence] = set()
         if asked is not None:
-            stating = self._stating_asked_value(sentences, asked, weights, chunks)
+            stating = self._stating_asked_value(sentences, asked, weights)
             if not stating:
                 return self._refusal(contexts, f"They state no {describe(asked)} for it.")
         scored = {s: self._score(s, chunks[s.context_rank], weights) for s in sentences}
@@ -142,16 +142,12 @@ class ExtractiveGenerator:
         return self._render([self._with_list(s, chunks) for s in chosen], chunks)
 
     def _stating_asked_value(
-        self, sentences: list[_Sentence], asked: AskedValue, weights: dict[str, float], chunks: list[Chunk]
+        self, sentences: list[_Sentence], asked: AskedValue, weights: dict[str, float]
     ) -> set[_Sentence]:
         """The sentences with a clause that states the asked kind of value about what was asked."""
         about = {t: w for t, w in weights.items() if t not in asked.words}
-        # Provisions that mention the question's subject; a value elsewhere belongs to someone else.
-        about_subject = {
-            rank
-            for rank, chunk in enumerate(chunks)
-            if asked.subject is None or asked.subject in content_terms(chunk.text)
-        }
+        # Provisions (by rank) that mention the question's subject; a value elsewhere is someone else's.
+        about_subject = {s.context_rank for s in sentences if asked.subject is None or asked.subject in s.terms}
         stating: set[_Sentence] = set()
         previous: frozenset[str] = frozenset()
         rank = -1

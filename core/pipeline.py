@@ -17,7 +17,7 @@ from core.adaptive import FixedPolicy, ParamPolicy
 from core.context_budget import select_contexts
 from core.rerank import NoReranker, Reranker
 from core.rewriter import OfflineRewriter, QueryRewriter
-from core.text import tokens
+from core.text import word_set
 from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
 from storage.fusion import reciprocal_rank_fusion
 from storage.index import ChunkIndex
@@ -60,7 +60,7 @@ def drop_near_duplicates(results: Sequence[ScoredChunk], threshold: float = 0.9)
     """Keep the best-ranked copy of chunks whose word sets overlap by `threshold` (Jaccard) or more."""
     kept: list[tuple[ScoredChunk, frozenset[str]]] = []
     for sc in results:
-        words = frozenset(tokens(sc.chunk.text))
+        words = word_set(sc.chunk.text)
         if any(_jaccard(words, other) >= threshold for _, other in kept):
             continue
         kept.append((sc, words))
@@ -72,17 +72,10 @@ def _without_added_duplicates(
 ) -> list[ScoredChunk]:
     """`fused` in order, without chunks that nearly duplicate a kept one when either of the two is
     a graph addition (the hybrid list is already de-duplicated among itself)."""
-    words: dict[str, frozenset[str]] = {}
-
-    def of(sc: ScoredChunk) -> frozenset[str]:
-        if sc.chunk.id not in words:
-            words[sc.chunk.id] = frozenset(tokens(sc.chunk.text))
-        return words[sc.chunk.id]
-
     kept: list[ScoredChunk] = []
     for sc in fused:
         rivals = kept if sc.chunk.id in added else [k for k in kept if k.chunk.id in added]
-        if any(_jaccard(of(sc), of(k)) >= threshold for k in rivals):
+        if any(_jaccard(word_set(sc.chunk.text), word_set(k.chunk.text)) >= threshold for k in rivals):
             continue
         kept.append(sc)
     return kept

@@ -36,6 +36,13 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+@lru_cache(maxsize=8192)
+def word_set(text: str) -> frozenset[str]:
+    """The distinct tokens of `text`. Cached: the pipeline compares the same retrieved chunks for
+    near-duplicates and novelty several times per question, question after question."""
+    return frozenset(tokens(text))
+
+
 # Words that frame a question rather than say what it is about ("Can you explain what ... means
 # according to the document?"). They are ignored when judging whether provisions answer a question.
 QUESTION_FRAMING = frozenset(
