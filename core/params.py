@@ -25,8 +25,8 @@ class ConfigError(ValueError):
     """The retrieval config file is missing, not TOML, or fails validation (message names the key)."""
 
 
-class ParamRow(BaseModel):
-    """One row of a mapping. `fallback` is True when the row was used because there was no label."""
+class RowSpec(BaseModel):
+    """One row of a mapping as written in the file: the parameters one question is retrieved with."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,81 +40,81 @@ class ParamRow(BaseModel):
     # Share of a chunk's distinct words that must be new to the chunks already kept (0 = keep
     # every chunk): skips a provision that mostly repeats one kept above it.
     min_novelty: float = Field(default=0.0, ge=0.0, lt=1.0)
-    fallback: bool = False
-
-
-class _RowSpec(BaseModel):
-    """A row as written in the file (no `fallback` flag: that is set at lookup time)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    top_k: int = Field(ge=1, le=100)
-    q: int = Field(ge=1, le=20)
-    kg_keywords: int = Field(ge=0, le=50)
-    kg_depth: int = Field(ge=0, le=10)
-    max_context_tokens: int = Field(default=0, ge=0, le=100_000)
-    min_novelty: float = Field(default=0.0, ge=0.0, lt=1.0)
 
     def row(self, *, fallback: bool = False) -> ParamRow:
         return ParamRow(**self.model_dump(), fallback=fallback)
 
 
-_REQUIRED_ROW_FIELDS = ("top_k", "q", "kg_keywords", "kg_depth")
-_OPTIONAL_ROW_FIELDS = ("max_context_tokens", "min_novelty")
+class ParamRow(RowSpec):
+    """The row a lookup returns. `fallback` is True when it was used because there was no label."""
+
+    fallback: bool = False
+
+
+_ROW_FIELDS = tuple(RowSpec.model_fields)
+_REQUIRED_ROW_FIELDS = tuple(name for name, field in RowSpec.model_fields.items() if field.is_required())
+_ADAPTIVE_FIELDS = ("classes", "labels", "fallback")
+# A fixed config writes its row at the top level of its table; validation errors are reported there.
+_FIXED_ROW = "row"
 
 
 class RetrievalConfig(BaseModel):
-    """A named mapping: either fixed (top-level row fields) or adaptive (`classes` + `labels`)."""
+    """A named mapping: either fixed (the row fields at the top level) or adaptive (`classes` + `labels`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     description: str = ""
     kg: bool = False  # knowledge-graph stage on (hypa-*, fixed-*-kg): K and S of the rows are used
-    # Fixed configs: the row itself.
-    top_k: int | None = Field(default=None, ge=1, le=100)
-    q: int | None = Field(default=None, ge=1, le=20)
-    kg_keywords: int | None = Field(default=None, ge=0, le=50)
-    kg_depth: int | None = Field(default=None, ge=0, le=10)
-    max_context_tokens: int | None = Field(default=None, ge=0, le=100_000)  # optional, 0 = no budget
-    min_novelty: float | None = Field(default=None, ge=0.0, lt=1.0)  # optional, 0 = off
+    row: RowSpec | None = None  # fixed configs
     # Adaptive configs.
     classes: int | None = Field(default=None, ge=2, le=3)
-    labels: dict[int, _RowSpec] | None = None
-    fallback: _RowSpec | None = None
+    labels: dict[int, RowSpec] | None = None
+    fallback: RowSpec | None = None
 
-    @model_validator(mode="after")
-    def _fixed_xor_adaptive(self) -> RetrievalConfig:
-        fixed = {k: getattr(self, k) for k in (*_REQUIRED_ROW_FIELDS, *_OPTIONAL_ROW_FIELDS)}
-        adaptive = {"classes": self.classes, "labels": self.labels, "fallback": self.fallback}
-        if any(v is not None for v in adaptive.values()):
-            present = [k for k, v in fixed.items() if v is not None]
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_fixed_row(cls, data: Any) -> Any:
+        """Move a fixed config's top-level row fields into `row`; refuse a table that mixes both kinds."""
+        if not isinstance(data, dict) or _FIXED_ROW in data:
+            return data
+        present = [k for k in _ROW_FIELDS if k in data]
+        if any(k in data for k in _ADAPTIVE_FIELDS):
             if present:
                 raise ValueError(
                     f"adaptive config (has classes/labels/fallback) must not also set {', '.join(present)}; "
                     "put them in labels.N or fallback"
                 )
-            missing = [k for k, v in adaptive.items() if v is None]
-            if missing:
-                raise ValueError(f"adaptive config is missing {', '.join(missing)}")
-            expected = set(range(self.classes))  # type: ignore[arg-type]
-            got = set(self.labels)  # type: ignore[arg-type]
-            if got != expected:
-                extra = sorted(got - expected)
-                lacking = sorted(expected - got)
-                parts = []
-                if lacking:
-                    parts.append(f"no row for label(s) {lacking}")
-                if extra:
-                    parts.append(f"row(s) for label(s) {extra} outside 0..{self.classes - 1}")
-                raise ValueError(f"labels: {'; '.join(parts)} (classes = {self.classes})")
-        else:
-            missing = [k for k in _REQUIRED_ROW_FIELDS if fixed[k] is None]
-            if missing:
-                raise ValueError(
-                    f"fixed config is missing {', '.join(missing)} "
-                    "(or give classes/labels/fallback for an adaptive config)"
-                )
+            return data
+        if not present:
+            raise ValueError(
+                f"fixed config is missing {', '.join(_REQUIRED_ROW_FIELDS)} "
+                "(or give classes/labels/fallback for an adaptive config)"
+            )
+        # A partial row fails RowSpec's validation, which names each missing field (with unknown keys).
+        rest = {k: v for k, v in data.items() if k not in present}
+        return {**rest, _FIXED_ROW: {k: data[k] for k in present}}
+
+    @model_validator(mode="after")
+    def _adaptive_rows_complete(self) -> RetrievalConfig:
+        if self.row is not None:
+            if any(getattr(self, k) is not None for k in _ADAPTIVE_FIELDS):
+                raise ValueError("a config is fixed (row) or adaptive (classes/labels/fallback), not both")
+            return self
+        missing = [k for k in _ADAPTIVE_FIELDS if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"adaptive config is missing {', '.join(missing)}")
+        expected = set(range(self.classes))  # type: ignore[arg-type]
+        got = set(self.labels)  # type: ignore[arg-type]
+        if got != expected:
+            extra = sorted(got - expected)
+            lacking = sorted(expected - got)
+            parts = []
+            if lacking:
+                parts.append(f"no row for label(s) {lacking}")
+            if extra:
+                parts.append(f"row(s) for label(s) {extra} outside 0..{self.classes - 1}")
+            raise ValueError(f"labels: {'; '.join(parts)} (classes = {self.classes})")
         return self
 
     @property
@@ -127,11 +127,8 @@ class RetrievalConfig(BaseModel):
         Adaptive configs with `label=None` (no classifier) return the documented fallback row with
         `fallback=True`. A label outside 0..classes-1 (or not an int) is a bug upstream: ValueError.
         """
-        if not self.adaptive:
-            optional = {k: getattr(self, k) for k in _OPTIONAL_ROW_FIELDS if getattr(self, k) is not None}
-            return ParamRow(
-                top_k=self.top_k, q=self.q, kg_keywords=self.kg_keywords, kg_depth=self.kg_depth, **optional  # type: ignore[arg-type]
-            )
+        if self.row is not None:
+            return self.row.row()
         if label is None:
             return self.fallback.row(fallback=True)  # type: ignore[union-attr]
         # bool is an int subclass and numpy ints are not ints: normalise explicitly, never guess.
@@ -160,7 +157,10 @@ def _is_integer(value: Any) -> bool:
 def _format_errors(name: str, exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
-        loc = ".".join(str(part) for part in error["loc"])
+        parts = list(error["loc"])
+        if parts[:1] == [_FIXED_ROW]:
+            parts = parts[1:]
+        loc = ".".join(str(part) for part in parts)
         where = f"configs.{name}" + (f".{loc}" if loc else "")
         lines.append(f"  {where}: {error['msg']}")
     return "\n".join(lines)
