@@ -11,8 +11,7 @@ Layer 0 is chosen for cost: every transformer layer costs ~1.5 ms per question o
 (numpy or ONNX), and layers 1-4 scored the same or within noise of layer 0 once stacked.
 
 Inference is numpy only: the token states come from the packaged MiniLM's safetensors (an
-embedding lookup and a LayerNorm, plus `layers` transformer layers if configured), the CNN is a
-few small matrix products (~0.5 ms). Torch is needed for training only. The artifact is a folder with `meta.json`,
+embedding lookup and a LayerNorm), the CNN is a few small matrix products (~0.5 ms). Torch is needed for training only. The artifact is a folder with `meta.json`,
 `head.npz` (the CNN weights, loaded with allow_pickle=False) and `svm/` (a tfidf-svm artifact).
 The MiniLM weights are not copied: they are read from the installed model package (nothing is
 downloaded), and a fingerprint of the tensors used is checked on load.
@@ -31,7 +30,6 @@ import numpy as np
 
 KIND = "tfidf-svm+tokcnn"
 HEAD_FORMAT_VERSION = 1
-DEFAULT_LAYERS = 0  # transformer layers run before the CNN (0 = embeddings + LayerNorm only)
 MAX_TOKENS = 64  # [CLS] + [SEP] included; 99% of the training questions are shorter
 KERNELS = (3, 5)
 CHANNELS = 256
@@ -63,7 +61,7 @@ class TokenStates(Protocol):
     def __call__(self, text: str) -> np.ndarray: ...
 
 
-# --- MiniLM prefix in numpy ---------------------------------------------------------------------
+# --- MiniLM input states in numpy ---------------------------------------------------------------
 
 
 def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
@@ -73,14 +71,19 @@ def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float) -
     return centred / np.sqrt(var + eps) * gain + bias
 
 
-class MiniLMPrefix:
-    """The first `layers` layers of a BERT-style sentence-transformers model, in numpy.
+_INPUT_TENSORS = ("embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
+                  "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias")
 
-    `layers=0` is the input embedding (word + position + token type, LayerNorm). Weights come from
-    the model folder's `model.safetensors`; the tokenizer from its `tokenizer.json`.
+
+class MiniLMInputStates:
+    """A BERT-style sentence-transformers model's input token states (the transformer's "layer 0"):
+    word + position + token-type embedding, LayerNorm. No transformer layer runs (docs/CLASSIFIER.md
+    measured heads on layers 1-6: none better once stacked, each layer ~1.5 ms).
+
+    Weights come from the model folder's `model.safetensors`; the tokenizer from its `tokenizer.json`.
     """
 
-    def __init__(self, model_dir: str | Path, layers: int = DEFAULT_LAYERS, max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(self, model_dir: str | Path, max_tokens: int = MAX_TOKENS) -> None:
         from safetensors import safe_open
         from tokenizers import Tokenizer
 
@@ -92,28 +95,18 @@ class MiniLMPrefix:
         if missing:
             raise TokenStatesError(f"model folder {model_dir} lacks {', '.join(missing)}")
         config = json.loads(config_file.read_text(encoding="utf-8"))
-        if not 0 <= layers <= int(config.get("num_hidden_layers", 0)):
-            raise TokenStatesError(f"{model_dir} has {config.get('num_hidden_layers')} layers, asked for {layers}")
-        if layers and config.get("hidden_act") != "gelu":
-            raise TokenStatesError(f"{model_dir}: only exact-gelu BERT layers are implemented")
-        self.layers = layers
         self.max_tokens = max_tokens
-        self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.model_name = model_dir.name if model_dir.name != "model" else model_dir.parent.name
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_tokens)
 
-        names = ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
-                 "embeddings.token_type_embeddings.weight", "embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias"]
-        prefixes = tuple(f"encoder.layer.{i}." for i in range(layers))
         w: dict[str, np.ndarray] = {}
         with safe_open(str(weights_file), framework="numpy") as handle:
-            keys = list(handle.keys())
+            keys = set(handle.keys())
             strip = "bert." if any(k.startswith("bert.") for k in keys) else ""
-            wanted = names + [k[len(strip):] for k in keys if k[len(strip):].startswith(prefixes)] if prefixes else names
-            for name in wanted:
+            for name in _INPUT_TENSORS:
                 if strip + name not in keys:
                     raise TokenStatesError(f"{weights_file} has no tensor {name}")
                 w[name] = np.asarray(handle.get_tensor(strip + name), dtype=np.float32)
@@ -121,26 +114,13 @@ class MiniLMPrefix:
         for name in sorted(w):
             digest.update(name.encode())
             digest.update(np.ascontiguousarray(w[name]).tobytes())
-        self._fingerprint = {"model": self.model_name, "layers": layers, "max_tokens": max_tokens,
+        # "layers": 0 stays in the fingerprint so artifacts saved before the layer option was dropped still load.
+        self._fingerprint = {"model": self.model_name, "layers": 0, "max_tokens": max_tokens,
                              "weights_sha1": digest.hexdigest()}
         self._word = w["embeddings.word_embeddings.weight"]
         self._position = w["embeddings.position_embeddings.weight"]
         self._type0 = w["embeddings.token_type_embeddings.weight"][0]
         self._ln = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        # Pre-transposed (in, out) matrices: x @ W is then a contiguous GEMM.
-        self._blocks = []
-        for i in range(layers):
-            p = f"encoder.layer.{i}."
-            qkv = np.concatenate([w[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")]).T
-            qkv_b = np.concatenate([w[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")])
-            self._blocks.append((
-                np.ascontiguousarray(qkv), qkv_b,
-                np.ascontiguousarray(w[p + "attention.output.dense.weight"].T), w[p + "attention.output.dense.bias"],
-                (w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]),
-                np.ascontiguousarray(w[p + "intermediate.dense.weight"].T), w[p + "intermediate.dense.bias"],
-                np.ascontiguousarray(w[p + "output.dense.weight"].T), w[p + "output.dense.bias"],
-                (w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]),
-            ))
 
     @property
     def dim(self) -> int:
@@ -153,36 +133,15 @@ class MiniLMPrefix:
     def __call__(self, text: str) -> np.ndarray:
         ids = np.asarray(self._tokenizer.encode(text).ids, dtype=np.int64)
         x = self._word[ids] + self._position[: len(ids)] + self._type0
-        x = _layer_norm(x, *self._ln, self.eps)
-        for block in self._blocks:
-            x = self._layer(x, *block)
-        return x.astype(np.float32, copy=False)
-
-    def _layer(self, x, qkv, qkv_b, out_w, out_b, ln1, up_w, up_b, down_w, down_b, ln2) -> np.ndarray:
-        from scipy.special import erf
-
-        n, d = x.shape
-        head_dim = d // self.heads
-        q, k, v = np.split(x @ qkv + qkv_b, 3, axis=1)
-        q = q.reshape(n, self.heads, head_dim).transpose(1, 0, 2)
-        k = k.reshape(n, self.heads, head_dim).transpose(1, 2, 0)
-        v = v.reshape(n, self.heads, head_dim).transpose(1, 0, 2)
-        scores = (q @ k) / math.sqrt(head_dim)
-        scores = np.exp(scores - scores.max(-1, keepdims=True))
-        scores /= scores.sum(-1, keepdims=True)
-        context = (scores @ v).transpose(1, 0, 2).reshape(n, d)
-        x = _layer_norm(context @ out_w + out_b + x, *ln1, self.eps)
-        hidden = x @ up_w + up_b
-        hidden = 0.5 * hidden * (1.0 + erf(hidden / math.sqrt(2.0)))
-        return _layer_norm(hidden @ down_w + down_b + x, *ln2, self.eps)
+        return _layer_norm(x, *self._ln, self.eps).astype(np.float32, copy=False)
 
 
-def default_token_states(model: str | Path | None = None, layers: int = DEFAULT_LAYERS) -> MiniLMPrefix:
+def default_token_states(model: str | Path | None = None) -> MiniLMInputStates:
     """The packaged all-MiniLM-L6-v2 (or a local folder), as `storage.embedder` resolves it."""
     from storage.embedder import EmbeddingModelNotFound, resolve_model_dir
 
     try:
-        return MiniLMPrefix(resolve_model_dir(model or None), layers)
+        return MiniLMInputStates(resolve_model_dir(model or None))
     except EmbeddingModelNotFound as exc:
         raise TokenStatesError(str(exc)) from exc
 
@@ -347,7 +306,7 @@ class TokenCnnClassifier:
         expected = meta.get("token_states", {})
         if token_states is None:
             try:
-                token_states = default_token_states(model, int(expected.get("layers", DEFAULT_LAYERS)))
+                token_states = default_token_states(model)
             except TokenStatesError as exc:
                 raise ClassifierArtifactError(f"classifier artifact {path}: {exc}") from exc
         if token_states.fingerprint != expected:

@@ -187,18 +187,17 @@ def test_choose_best_takes_the_stack_when_it_is_clearly_better_and_within_budget
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("layers", [0, 2])
-def test_numpy_minilm_prefix_equals_transformers(layers):
+def test_numpy_input_states_equal_transformers_embedding_output():
     from transformers import AutoModel
 
     from core.complexity_tokens import default_token_states
     from storage.embedder import resolve_model_dir
 
-    prefix = default_token_states(layers=layers)
-    assert prefix.fingerprint["layers"] == layers and prefix.dim == 384
+    states = default_token_states()
+    assert states.fingerprint["layers"] == 0 and states.dim == 384
     base = AutoModel.from_pretrained(str(resolve_model_dir()), local_files_only=True).eval()
     for text in ("Do I need a bias audit before using an AEDT, and who pays for it?", "¿Qué es?", ""):
-        ids = prefix._tokenizer.encode(text).ids
+        ids = states._tokenizer.encode(text).ids
         with torch.no_grad():
             out = base(input_ids=torch.tensor([ids]), output_hidden_states=True)
-        np.testing.assert_allclose(prefix(text), out.hidden_states[layers][0].numpy(), atol=2e-4)
+        np.testing.assert_allclose(states(text), out.hidden_states[0][0].numpy(), atol=2e-4)
