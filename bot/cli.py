@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 # First: bot.cli_common sets the offline environment before anything imports Hugging Face code.
-from bot.cli_common import err, fail as _fail, load_settings as _settings, out  # isort: skip
+from bot.cli_common import SetupErrorsAsMessages, err, fail as _fail, load_settings as _settings, out  # isort: skip
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -25,6 +25,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=SetupErrorsAsMessages,
 )
 corpus_app = typer.Typer(help="Official regulation files: list the manifest, fetch and verify them.", no_args_is_help=True)
 index_app = typer.Typer(help="Build and inspect the embedded hybrid index.", no_args_is_help=True)

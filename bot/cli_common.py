@@ -9,6 +9,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import typer  # noqa: E402
+import typer.core  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 from rich.console import Console  # noqa: E402
 
@@ -22,6 +23,37 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     """Print a one-line error (no traceback) and exit."""
     err.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
+
+
+def setup_error_types() -> tuple[type[BaseException], ...]:
+    """Errors that mean "the installation or settings are wrong", raised lazily when a component is built.
+
+    Each carries a message that says what to fix, so the CLI prints it instead of a traceback.
+    Imported here, not at module level, so `hypa --help` stays fast.
+    """
+    from core.complexity import ClassifierArtifactError
+    from core.complexity_tokens import TokenStatesError
+    from core.params import ConfigError
+    from core.rerank import RerankerUnavailable
+    from storage.embedder import EmbeddingModelNotFound
+
+    return (ConfigError, ClassifierArtifactError, TokenStatesError, RerankerUnavailable, EmbeddingModelNotFound)
+
+
+class SetupErrorsAsMessages(typer.core.TyperGroup):
+    """The root command group: a setup error from any sub-command becomes `error: <message>`, exit 2.
+
+    Components are built lazily (a misconfigured reranker fails when the first question needs the
+    pipeline), so the check sits around every command rather than in each one.
+    """
+
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:  # noqa: BLE001 - narrowed just below
+            if isinstance(exc, setup_error_types()):
+                fail(str(exc), code=2)
+            raise
 
 
 def load_settings() -> Settings:

@@ -81,6 +81,14 @@ def test_unknown_collection_is_a_clear_error(built):
     assert "Traceback" not in result.output
 
 
+def test_a_missing_reranker_folder_is_a_clear_error(built, tmp_path: Path):
+    result = CliRunner().invoke(
+        app, ["ask", "What is a bias audit?"], env={**built, "HYPA_RERANKER_MODEL": str(tmp_path / "no-such-model")}
+    )
+    assert result.exit_code == 2
+    assert "HYPA_RERANKER_MODEL" in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
 def test_corrupt_pdf_is_rejected_and_index_kept(built, tmp_path: Path):
     bad = tmp_path / "broken.pdf"
     bad.write_bytes(b"%PDF-1.7\n this is not really a pdf \x00\x01")
