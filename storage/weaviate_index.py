@@ -23,6 +23,7 @@ collection is its own tenant (auto-created on first import). Give every workspac
 """
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import weakref
@@ -38,6 +39,8 @@ from storage.embedded import BM25_PARAMS, CollectionNotFound, embedded_view
 from storage.embedder import TextEmbedder
 from storage.fusion import check_hybrid_args
 from storage.index import FusionMethod, IndexUnavailable, IndexWriteError
+
+log = logging.getLogger(__name__)
 
 # Weaviate's hybrid query takes max(100, limit) hits from each sub-search before fusing
 # (usecases/traverser/explorer.go, `hybrid.DefaultLimit`); an embedded index built with
@@ -203,6 +206,29 @@ def collection_filter(collection: str, doc_id: str | None = None):
     if doc_id is not None:
         where = where & Filter.by_property("doc_id").equal(doc_id)
     return where
+
+
+def _fetch_matching(handle: Any, equal: dict[str, str], properties: list[str]) -> list[Any]:
+    """Every object whose properties equal `equal`, however many there are.
+
+    One filtered query returns at most QUERY_MAXIMUM_RESULTS objects (PAGE_LIMIT, Weaviate's
+    default). When it comes back full there may be more, and Weaviate's cursor API (`iterator`),
+    which pages through any number, takes no filter: so walk the class (or tenant) and match here.
+    """
+    from weaviate.classes.query import Filter
+
+    filters = None
+    for name, value in equal.items():
+        condition = Filter.by_property(name).equal(value)
+        filters = condition if filters is None else filters & condition
+    result = handle.query.fetch_objects(filters=filters, limit=PAGE_LIMIT, return_properties=properties)
+    if len(result.objects) < PAGE_LIMIT:
+        return list(result.objects)
+    log.info("more than %d objects match %s: reading them with the cursor API", PAGE_LIMIT, equal)
+    return [
+        o for o in handle.iterator(return_properties=properties)
+        if all(str(o.properties.get(name)) == value for name, value in equal.items())
+    ]
 
 
 def build_hybrid_kwargs(
@@ -418,13 +444,13 @@ class WeaviateIndex:
     def _document_records(self, collection: str) -> dict[str, tuple[str, int]]:
         if not self._known(collection):
             return {}
-        result = self._handle(self.document_class, collection).query.fetch_objects(
-            filters=collection_filter(collection), limit=PAGE_LIMIT,
-            return_properties=["doc_id", "content_hash", "chunk_count"],
+        objects = _fetch_matching(
+            self._handle(self.document_class, collection), {"collection": collection},
+            ["collection", "doc_id", "content_hash", "chunk_count"],
         )
         return {
             str(o.properties["doc_id"]): (str(o.properties["content_hash"]), int(o.properties.get("chunk_count") or 0))
-            for o in result.objects
+            for o in objects
         }
 
     def documents(self, collection: str) -> dict[str, str]:
@@ -441,18 +467,13 @@ class WeaviateIndex:
         if not records:
             return chunks
         handle = self._handle(self.class_name, collection)  # (a Collection's bool() would count it)
-        from weaviate.classes.query import Filter
-
         for doc_id, (content_hash, count) in records:
             if count == 0:
                 continue
             # The recorded version only: an interrupted re-import may have left chunks of another.
-            committed = collection_filter(collection, doc_id) & Filter.by_property("content_hash").equal(content_hash)
-            result = handle.query.fetch_objects(
-                filters=committed, limit=min(count, PAGE_LIMIT),
-                return_properties=list(CHUNK_PROPERTIES),
-            )
-            ordered = sorted(result.objects, key=lambda o: int(o.properties.get("position") or 0))
+            committed = {"collection": collection, "doc_id": doc_id, "content_hash": content_hash}
+            objects = _fetch_matching(handle, committed, list(CHUNK_PROPERTIES))
+            ordered = sorted(objects, key=lambda o: int(o.properties.get("position") or 0))
             chunks.extend(properties_to_chunk(o.properties) for o in ordered)
         return chunks
 

@@ -139,6 +139,27 @@ def test_read_back_chunks_documents_collections(index):
     assert index.chunks("nope") == [] and index.documents("nope") == {}
 
 
+@pytest.mark.parametrize("multi_tenancy", [False, True])
+def test_more_objects_than_one_query_returns_are_read_with_the_cursor(fake, monkeypatch, multi_tenancy):
+    """Weaviate returns at most QUERY_MAXIMUM_RESULTS objects per filtered query (PAGE_LIMIT, 10,000
+    by default); a full page means there may be more, read through the cursor API and matched here."""
+    import storage.weaviate_index as weaviate_index
+
+    idx = make_index(fake, multi_tenancy=multi_tenancy)
+    many = [make_chunk(f"Toy § {i}", f"Rule number {i}.", collection="toy", doc_id="big") for i in range(7)]
+    idx.replace_document("toy", "big", "h1", many)
+    for n in range(4):
+        idx.replace_document("toy", f"doc-{n}", f"d{n}", [make_chunk(f"D{n}", "x", collection="toy", doc_id=f"doc-{n}")])
+    idx.replace_document("other", "big", "h9", [make_chunk("O", "y", collection="other", doc_id="big")])
+    expected_documents = idx.documents("toy")
+    monkeypatch.setattr(weaviate_index, "PAGE_LIMIT", 3)
+    fake.searches.clear()
+    assert idx.documents("toy") == expected_documents and len(expected_documents) == 5
+    assert [c.text for c in idx.chunks("toy") if c.doc_id == "big"] == [f"Rule number {i}." for i in range(7)]
+    assert any(s.after for s in fake.searches)  # the cursor was used
+    idx.close()
+
+
 def test_replace_document_removes_stale_chunks_and_updates_the_hash(index, fake):
     index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
     index.replace_document("toy", "toy-doc", "h2", TOY_CHUNKS[:2])
