@@ -11,7 +11,8 @@ Layer 0 is chosen for cost: every transformer layer costs ~1.5 ms per question o
 (numpy or ONNX), and layers 1-4 scored the same or within noise of layer 0 once stacked.
 
 Inference is numpy only: the token states come from the packaged MiniLM's safetensors (an
-embedding lookup and a LayerNorm), the CNN is a few small matrix products (~0.5 ms). Torch is needed for training only. The artifact is a folder with `meta.json`,
+embedding lookup and a LayerNorm), the CNN is a few small matrix products (~0.5 ms). Torch is
+needed for training only. The artifact is a folder with `meta.json`,
 `head.npz` (the CNN weights, loaded with allow_pickle=False) and `svm/` (a tfidf-svm artifact).
 The MiniLM weights are not copied: they are read from the installed model package (nothing is
 downloaded), and a fingerprint of the tensors used is checked on load.
