@@ -392,13 +392,33 @@ def eval_report(
     markdown: bool = typer.Option(False, "--markdown", help="Print Markdown tables (for docs/RESULTS.md)."),
     no_similarity: bool = typer.Option(False, "--no-similarity", help="Skip answer similarity (no model load)."),
 ) -> None:
-    """Score results against the reference answers: recall, similarity, refusals, citations, tokens, latency."""
+    """Score results against the gold set.
+
+    An authors'-style set (reference answers) gets context recall, answer similarity, refusals,
+    citations, tokens and latency; a user-style set (rows with `answerable`, `evidence` and
+    `must_include`) gets provision recall, fact recall, cited, false refusals, unanswerable refused
+    and context tokens, overall and per kind.
+    """
     from core.eval import DEFAULT_SCOPE_REVIEW, build_report, render_markdown, render_rich
+    from core.eval.report import read_results
     from core.eval.run import DatasetError
+    from core.eval.user_style import build_user_report, is_user_style, render_user_markdown, render_user_rich
 
     for p in (results, gold):
         if not p.is_file():
             _fail(f"no such file: {p}")
+    try:
+        user_style = is_user_style(read_results(gold))
+        if user_style:
+            user_report = build_user_report(results, gold)
+    except DatasetError as exc:
+        _fail(str(exc))
+    if user_style:
+        if markdown:
+            sys.stdout.write(render_user_markdown(user_report) + "\n")
+        else:
+            render_user_rich(user_report, out)
+        return
     if scope_review is None and gold.name == "ll144_dev.jsonl":
         scope_review = DEFAULT_SCOPE_REVIEW
     embed = None
@@ -412,6 +432,29 @@ def eval_report(
         sys.stdout.write(render_markdown(report) + "\n")
     else:
         render_rich(report, out)
+
+
+@eval_app.command("split")
+def eval_split(
+    dataset: Path = typer.Argument(..., help="A JSONL question set (any style)."),
+    out_dir: Path = typer.Option(Path("data/eval_split"), "--out-dir", help="Where the two parts are written."),
+) -> None:
+    """Split DATASET into a part to study and a part only to measure (NAME.study.jsonl, NAME.measure.jsonl).
+
+    The split is fixed by a hash of each question's id, so it never changes between runs; a
+    follow-up stays with the question it follows. Tune on the study part, report both.
+    """
+    from core.eval.run import DatasetError
+    from core.eval.split import split_dataset
+
+    if not dataset.is_file():
+        _fail(f"no such dataset: {dataset}")
+    try:
+        summary = split_dataset(dataset, out_dir)
+    except DatasetError as exc:
+        _fail(str(exc))
+    out.print(f"study:   {summary.rows['study']:4d} rows -> {summary.study}")
+    out.print(f"measure: {summary.rows['measure']:4d} rows -> {summary.measure}")
 
 
 def main() -> None:  # pragma: no cover - console entry point
