@@ -17,6 +17,7 @@ from rich.table import Table
 from bot.cli_classifier import classifier_app
 from bot.cli_feedback import feedback_app
 from bot.cli_kg import kg_app
+from bot.cli_ranker import ranker_app
 from bot.cli_serve import serve_app
 from bot.settings import Settings
 
@@ -35,6 +36,7 @@ app.add_typer(index_app, name="index")
 app.add_typer(eval_app, name="eval")
 app.add_typer(classifier_app, name="classifier")
 app.add_typer(kg_app, name="kg")
+app.add_typer(ranker_app, name="ranker")
 app.add_typer(serve_app, name="serve")
 app.add_typer(feedback_app, name="feedback")
 

@@ -5,22 +5,29 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
 from bot.settings import Settings
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
-from core.extractive import ExtractiveGenerator, candidate_sentences
+from core.extractive import ExtractiveGenerator
 from core.ingestion import IngestOutcome, ingest_file
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, QuestionLimits
 from core.rerank import reranker_from_settings
 from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
+from core.language import LanguageDetector
+from core.lexicon import Lexicon
+from core.pipeline import ProvisionSearch
+from core.ranking import DEFAULT_WEIGHTS, BM25Search, FeatureBuilder, ProvisionRanker, RankerWeights
+from core.segments import SegmentIndex, unit_texts
 from core.termstats import TermStats
-from core.types import RetrievalParams
+from core.types import Chunk, RetrievalParams
 from storage.embedded import EmbeddedIndex
 from storage.embedder import Embedder
 from storage.index import ChunkIndex
 from storage.sentence_vectors import SentenceVectorStore
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from bot.metrics import Metrics
@@ -35,27 +42,36 @@ def collection_hint(collection: str) -> str:
     return f"`hypa ingest FILES --collection {collection}`"
 
 
-class TermStatsCache:
-    """Per-collection term statistics, recomputed only when the collection's documents change.
+class PerCollection(Generic[T]):
+    """A value derived from a collection's chunks (term statistics, lexicon, segment features),
+    rebuilt only when the collection's documents change.
 
-    Keyed by the index's {doc_id: content_hash}, so a bot keeps correct statistics while another
+    Keyed by the index's {doc_id: content_hash}, so a bot keeps correct values while another
     process ingests (the index itself picks up the new version on the next query).
     """
 
-    def __init__(self, index: ChunkIndex) -> None:
+    def __init__(self, index: ChunkIndex, build: Callable[[list[Chunk]], T]) -> None:
         self._index = index
-        self._by_collection: dict[str, tuple[frozenset, TermStats]] = {}
+        self._build = build
+        self._by_collection: dict[str, tuple[frozenset, T]] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, collection: str) -> TermStats:
+    def __call__(self, collection: str) -> T:
         version = frozenset(self._index.documents(collection).items())
         with self._lock:
             cached = self._by_collection.get(collection)
             if cached is None or cached[0] != version:
-                chunks = self._index.chunks(collection)
-                cached = (version, TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks))
+                cached = (version, self._build(self._index.chunks(collection)))
                 self._by_collection[collection] = cached
             return cached[1]
+
+
+def term_stats_of(chunks: list[Chunk]) -> TermStats:
+    return TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks)
+
+
+def lexicon_of(chunks: list[Chunk]) -> Lexicon:
+    return Lexicon.from_texts(f"{c.heading}\n{c.text}" for c in chunks)
 
 
 @dataclass
@@ -85,8 +101,32 @@ class Components:
         return SentenceVectorStore(self.settings.data_dir / "sentence_vectors", self.embedder.embed_passages)
 
     @cached_property
-    def term_stats(self) -> TermStatsCache:
-        return TermStatsCache(self.index)
+    def term_stats(self) -> PerCollection[TermStats]:
+        return PerCollection(self.index, term_stats_of)
+
+    @cached_property
+    def lexicon(self) -> PerCollection[Lexicon]:
+        return PerCollection(self.index, lexicon_of)
+
+    @cached_property
+    def segment_features(self) -> PerCollection[FeatureBuilder]:
+        def build(chunks: list[Chunk]) -> FeatureBuilder:
+            # Ingest stores these vectors; a collection ingested before the ranker existed gets
+            # them here once (persisted), instead of on every start.
+            self.sentence_vectors.add(unit_texts(chunks))
+            return FeatureBuilder(SegmentIndex(chunks, self.sentence_vectors))
+
+        return PerCollection(self.index, build)
+
+    @cached_property
+    def provision_search(self) -> ProvisionSearch:
+        """The learned provision ranking (HYPA_RANKER_WEIGHTS, or the weights shipped with hypa)."""
+        weights = self.overrides.get("ranker_weights") or RankerWeights.load(self.settings.ranker_weights or DEFAULT_WEIGHTS)
+        return ProvisionSearch(
+            ranker=ProvisionRanker(weights, BM25Search(self.index)),
+            features=self.segment_features,
+            lexicon=self.lexicon,
+        )
 
     def ingest(self, path: Path, collection: str, *, update_graph: bool = True) -> IngestOutcome:
         """Chunk one file into the index, embed the sentences answers may quote from it, and update
@@ -100,7 +140,8 @@ class Components:
             chunk_tokens=s.chunk_tokens,
             chunk_overlap=s.chunk_overlap,
             count_tokens=self.embedder.count_tokens,
-            after_replace=lambda chunks: self.sentence_vectors.add(candidate_sentences(chunks)),
+            # the units the ranker and the generator embed: provisions, headings, sentences
+            after_replace=lambda chunks: self.sentence_vectors.add(unit_texts(chunks)),
         )
         if update_graph and outcome.status != "failed":
             self.update_knowledge_graph(collection)
@@ -156,6 +197,8 @@ class Components:
             top_k=self.overrides.get("top_k") or s.top_k,
             fusion=self.overrides.get("fusion") or s.fusion,
             alpha=s.alpha if self.overrides.get("alpha") is None else self.overrides["alpha"],
+            ranking=self.overrides.get("ranking") or s.ranking,
+            max_context_tokens=s.max_context_tokens,
         )
 
     def param_policy(self) -> ParamPolicy:
@@ -212,6 +255,9 @@ class Components:
             reranker=reranker_from_settings(s),
             rerank_candidates=s.reranker_candidates,
             knowledge_graph=self.knowledge_graph,
+            provisions=self.provision_search,
+            # Offline answers need an English question; with a key the rewriter translates it.
+            language=None if s.anthropic_api_key else LanguageDetector(),
         )
 
     def served_collections(self) -> list[str]:

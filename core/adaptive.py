@@ -65,4 +65,5 @@ class ConfigPolicy:
             config=self.config.name,
             fallback=row.fallback,
             kg=self.config.kg,
+            ranking="hybrid",  # the named configs are the paper's hybrid-retrieval ablations
         )

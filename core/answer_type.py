@@ -68,7 +68,10 @@ _ASKS = [
     (re.compile(r"\bhow (?:long|soon)\b", re.I), (("duration",),)),
     (re.compile(r"\bhow often\b", re.I), (("duration",),)),
     (re.compile(r"\bhow old\b", re.I), (("age", "duration"),)),
-    (re.compile(r"\bhow much\b", re.I), (("money", "percentage", "count"),)),
+    # An amount of money or a share: a bare number ("component 1", "Article 49") is not how much,
+    # and a question about what something costs wants money, not the 2% of a threshold.
+    (re.compile(r"\bhow much\b(?=.*\b(?:cost|costs|price|fee|fees|charge|charged|pay|paid|spend|budget|salary|salaries)\b)", re.I), (("money",),)),
+    (re.compile(r"\bhow much\b", re.I), (("money", "percentage"),)),
     (re.compile(r"\bwhat (?:percentage|percent|share|proportion)\b", re.I), (("percentage",),)),
     (re.compile(_WHAT_IS_THE + r"(?:average|mean|median) age\b", re.I), (("statistic",), ("age",))),
     (re.compile(_WHAT_IS_THE + r"(?:average|mean|median)\b", re.I), (("statistic",),)),
@@ -132,6 +135,21 @@ def describe(asked: AskedValue) -> str:
     return _KIND_NAMES[asked.kinds[0][0]]
 
 
+# A number that names a provision, a list item or a category is not a count of anything.
+_REFERENCE_BEFORE = re.compile(
+    r"(?:\b(?:Articles?|Art\.|Annex(?:es)?|points?|paragraphs?|subparagraphs?|Chapters?|Sections?|No\.?|"
+    r"Regulation|Directive|Decision|component|title|part|subdivision|item|level|Example|step|phase|tier)|§)\s*\(?$",
+    re.I,
+)
+
+
+def _states(kind: str, text: str) -> bool:
+    pattern = _STATES[kind]
+    if kind != "count":
+        return pattern.search(text) is not None
+    return any(not _REFERENCE_BEFORE.search(text[max(0, m.start() - 16) : m.start()]) for m in pattern.finditer(text))
+
+
 def states_value(text: str, asked: AskedValue) -> bool:
     """True when `text` states a value of every kind group `asked` needs."""
-    return all(any(_STATES[kind].search(text) for kind in group) for group in asked.kinds)
+    return all(any(_states(kind, text) for kind in group) for group in asked.kinds)

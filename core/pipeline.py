@@ -15,6 +15,10 @@ import numpy as np
 
 from core.adaptive import FixedPolicy, ParamPolicy
 from core.context_budget import select_contexts
+from core.language import LanguageDetector
+from core.lexicon import Lexicon, NormalisedQuestion
+from core.query import QueryPlan
+from core.ranking import BM25_CANDIDATES, FeatureBuilder, ProvisionRanker
 from core.rerank import NoReranker, Reranker
 from core.rewriter import OfflineRewriter, QueryRewriter
 from core.text import word_set
@@ -54,6 +58,24 @@ class Generator(Protocol):
 @dataclass(frozen=True)
 class QuestionLimits:
     max_chars: int = 4000
+
+
+@dataclass(frozen=True)
+class ProvisionSearch:
+    """The learned provision ranking (RetrievalParams.ranking == "provisions") and what it reads:
+    each collection's lexicon (spelling, abbreviations) and its segment features, both built once
+    per collection version by the caller."""
+
+    ranker: ProvisionRanker
+    features: Callable[[str], FeatureBuilder]
+    lexicon: Callable[[str], Lexicon]
+
+
+# What an offline answer says to a question in another language (core/language.py).
+NOT_ENGLISH = (
+    "I can only answer questions written in English without an AI model, and this one looks {language}. "
+    "Please ask it in English (the regulations are searched in English)."
+)
 
 
 def drop_near_duplicates(results: Sequence[ScoredChunk], threshold: float = 0.9) -> list[ScoredChunk]:
@@ -115,6 +137,8 @@ class AnswerPipeline:
         reranker: Reranker | None = None,
         rerank_candidates: int = 20,
         knowledge_graph: Callable[[str], GraphRetriever | None] | None = None,
+        provisions: ProvisionSearch | None = None,
+        language: LanguageDetector | None = None,
     ) -> None:
         self.index = index
         self.generator = generator
@@ -129,6 +153,9 @@ class AnswerPipeline:
         self.reranker = reranker if reranker is not None and not isinstance(reranker, NoReranker) else None
         self.rerank_candidates = rerank_candidates
         self.knowledge_graph = knowledge_graph  # collection -> its graph retriever (None: no graph)
+        self.provisions = provisions
+        # Set for offline answering only: with an LLM the rewriter translates the question instead.
+        self.language = language
 
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -137,42 +164,42 @@ class AnswerPipeline:
         question = question.strip()
         problem = self._validate(question)
         if problem:
-            params, _ = self.policy.select(question, None)
-            return PipelineResult(
-                question=question,
-                answer=Answer(text=problem, refused=True, model="none", note="invalid question"),
-                contexts=[],
-                queries=[],
-                params=params,
-                timings_ms=clock.total(),
-            )
+            return self._unanswered(question, problem, "invalid question", clock)
+        collection = collection or self.default_collection
         t = time.perf_counter()
+        if self.language is not None:
+            guess = self.language.detect(question)
+            if not guess.english:
+                text = NOT_ENGLISH.format(language=f"like {guess.name}")
+                return self._unanswered(question, text, f"language: {guess.code}", clock)
         # One rewrite for the most queries any question may get; the label then decides how many are used.
         rewrite = self.rewriter.rewrite(question, history, self.policy.max_queries - 1)
+        plan = self._plan(rewrite.standalone, collection)
         t = clock.lap("rewrite", t)
-        vectors = self.embed_queries([rewrite.standalone, *rewrite.sub_queries]) if self.embed_queries else None
+        texts = [plan.text, *rewrite.sub_queries, *plan.pieces]
+        vectors = self.embed_queries(texts) if self.embed_queries else None
         t = clock.lap("embed", t)
-        params, complexity = self.policy.select(rewrite.standalone, None if vectors is None else vectors[0])
+        params, complexity = self.policy.select(plan.text, None if vectors is None else vectors[0])
         if self.reranker is not None:
             params = replace(params, rerank=True)
         t = clock.lap("classify", t)
-        queries = [rewrite.standalone, *rewrite.sub_queries[: params.q - 1]]
-        contexts = self._retrieve(queries, vectors, params, collection or self.default_collection)
+        queries = [plan.text, *rewrite.sub_queries[: params.q - 1]]
+        query_vector = None if vectors is None else vectors[0]
+        if params.ranking == "provisions" and self.provisions is not None and vectors is not None:
+            pieces = vectors[1 + len(rewrite.sub_queries) :]
+            contexts = self._rank_provisions(plan, collection, query_vector, pieces, params)
+        else:
+            contexts = self._retrieve(queries, vectors, params, collection)
         t = clock.lap("retrieve", t)
         if self.reranker is not None:
-            contexts = self.reranker.rerank(rewrite.standalone, contexts, params.top_k)
+            contexts = self.reranker.rerank(plan.text, contexts, params.top_k)
             t = clock.lap("rerank", t)
         if params.kg and self.knowledge_graph is not None:
-            contexts = self._with_graph(
-                rewrite.standalone, contexts, params, collection or self.default_collection,
-                None if vectors is None else vectors[0],
-            )
+            contexts = self._with_graph(plan.text, contexts, params, collection, query_vector)
             t = clock.lap("kg", t)
         else:
             contexts = select_contexts(contexts, params, self.count_tokens)  # top_k, token budget, novelty
-        answer = self.generator.generate(
-            rewrite.standalone, contexts, history, None if vectors is None else vectors[0]
-        )
+        answer = self.generator.generate(plan.question, contexts, history, query_vector)
         answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in contexts)  # facts too
         clock.lap("generate", t)
         return PipelineResult(
@@ -184,6 +211,60 @@ class AnswerPipeline:
             complexity=complexity,
             timings_ms=clock.total(),
         )
+
+    def provision_features(
+        self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
+    ) -> tuple[np.ndarray, list]:
+        """The ranker's feature matrix for a question, computed exactly as `answer` computes it, and
+        the chunks its rows describe (for training the ranker: core/ranking_train.py)."""
+        if self.provisions is None or self.embed_queries is None:
+            raise RuntimeError("this pipeline has no provision ranking")
+        collection = collection or self.default_collection
+        rewrite = self.rewriter.rewrite(question.strip(), history, 0)
+        plan = self._plan(rewrite.standalone, collection)
+        vectors = self.embed_queries([plan.text, *plan.pieces])
+        features = self.provisions.features(collection)
+        bm25_ids = self.provisions.ranker.bm25.ranked_ids(plan.text, collection, BM25_CANDIDATES)
+        return features.build(plan, vectors[0], vectors[1:], bm25_ids), features.segments.chunks
+
+    def _unanswered(self, question: str, text: str, note: str, clock: _Stopwatch) -> PipelineResult:
+        """A reply that is not an answer (an empty question, one in another language): nothing searched."""
+        params, _ = self.policy.select(question, None)
+        return PipelineResult(
+            question=question,
+            answer=Answer(text=text, refused=True, model="none", note=note),
+            contexts=[],
+            queries=[],
+            params=params,
+            timings_ms=clock.total(),
+        )
+
+    def _plan(self, standalone: str, collection: str) -> QueryPlan:
+        """The standalone question with the collection's spelling and abbreviations applied, and its
+        focus pieces (only the provision ranking searches the pieces)."""
+        if self.provisions is None:
+            return QueryPlan(text=standalone)
+        try:
+            normalised = self.provisions.lexicon(collection).normalise(standalone)
+        except Exception:  # a broken lexicon must not cost the answer: search the words as typed
+            log.exception("lexicon failed for collection %r; searching the question as typed", collection)
+            normalised = NormalisedQuestion(standalone)
+        return QueryPlan.of(normalised)
+
+    def _rank_provisions(
+        self,
+        plan: QueryPlan,
+        collection: str,
+        query_vector: np.ndarray,
+        piece_vectors: np.ndarray,
+        params: RetrievalParams,
+    ) -> list[ScoredChunk]:
+        assert self.provisions is not None
+        pool = max(params.top_k * 3, self.rerank_candidates if self.reranker is not None else 0, 30)
+        ranked = self.provisions.ranker.rank(
+            plan, collection, self.provisions.features(collection), query_vector, piece_vectors, pool
+        )
+        return drop_near_duplicates(ranked)
 
     def _retrieve(
         self, queries: list[str], vectors: np.ndarray | None, params: RetrievalParams, collection: str

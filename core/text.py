@@ -96,3 +96,25 @@ def sentence_spans(text: str, min_chars: int = 12) -> list[tuple[int, int]]:
             # A fragment too short to stand alone ("(a)") joins the sentence before it.
             trimmed[-1] = (trimmed[-1][0], b)
     return trimmed
+
+
+def quotable_spans(text: str) -> list[tuple[int, int]]:
+    """The sentences an answer may quote: `sentence_spans` with a bare heading ("(b) Test Data.")
+    joined to the sentence after it, so neither stands alone."""
+    return _merge_headings(text, sentence_spans(text))
+
+
+def _merge_headings(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    pending: int | None = None
+    for a, b in spans:
+        if pending is not None:
+            a = pending
+            pending = None
+        if len(text[a:b].split()) <= 5 and b < len(text):
+            pending = a
+            continue
+        merged.append((a, b))
+    if pending is not None:
+        merged.append((pending, spans[-1][1]))
+    return merged

@@ -23,13 +23,20 @@ class Chunk:
     page_end: int
     char_start: int  # offsets into the document's extracted text
     char_end: int
+    # What the unit is (core/roles.py): operative, definition, example, recital, commentary, front.
+    # Set at ingest; empty for chunks stored before roles existed (core.roles.role_of fills it in).
+    role: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def search_view(self) -> str:
+        """The text that is indexed by BM25 and embedded: citation label, heading, body."""
+        return "\n".join(part for part in (self.label, self.heading, self.text) if part)
+
     @classmethod
     def from_dict(cls, d: dict) -> "Chunk":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,9 @@ class RetrievalParams:
     kg: bool = False  # add the knowledge-graph stage (facts + their provisions)
     max_context_tokens: int = 0  # token budget for the kept chunks (0 = none; core/context_budget.py)
     min_novelty: float = 0.0  # share of a chunk's words that must be new to the kept ones (0 = off)
+    # "provisions": every provision scored by the learned ranker (core/ranking.py); "hybrid": the
+    # index's hybrid search fused by rank across queries (the configs of bot/retrieval_configs.toml).
+    ranking: str = "hybrid"
 
 
 @dataclass

@@ -103,8 +103,8 @@ class DocumentUpdate:
 
 
 def embedded_view(chunk: Chunk) -> str:
-    """The text that is indexed by BM25 and embedded: citation label, heading, body."""
-    return "\n".join(part for part in (chunk.label, chunk.heading, chunk.text) if part)
+    """The text that is indexed by BM25 and embedded (Chunk.search_view: label, heading, body)."""
+    return chunk.search_view()
 
 
 def word_tokens(text: str) -> list[str]:

@@ -14,7 +14,8 @@ from tests.helpers import scored, toy_generator
         ("How many business days before use must candidates be notified?", (("duration",),), "candid"),
         ("Within how many days will the requested information be provided?", (("duration",),), "request"),
         ("How many employees must a company have?", (("count",),), "compani"),
-        ("How much is the civil penalty?", (("money", "percentage", "count"),), "civil"),
+        ("How much is the civil penalty?", (("money", "percentage"),), "civil"),
+        ("How much does an independent audit cost?", (("money",),), "independ"),
         ("What percentage of the data may be excluded?", (("percentage",),), None),
         ("What is the average age of the male applicants?", (("statistic",), ("age",)), None),
         ("What was the general sentiment of the comments?", (("opinion",),), None),
@@ -62,6 +63,10 @@ def test_the_words_that_ask_are_not_what_the_question_is_about():
         ("fines of up to 35 000 000 EUR", "money", True),
         ("less than 2% of the data", "percentage", True),
         ("Male 92 54.3% 1.00", "count", True),
+        # numbers that name a provision, an item or a category count nothing
+        ("obligations pursuant to Article 49 and Annex VIII", "count", False),
+        ("persons of any component 1 category", "count", False),
+        ("at least 15 members", "count", True),
         ("Calculate the median score for the full sample", "statistic", True),
         ("employment agency", "age", False),  # "age" inside a word is not an age
         ("applicants 40 years of age or older", "age", True),

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from core.ingest.loaders import LoadedDocument
+from core.roles import chunk_role
 from core.types import Chunk
 
 TokenCounter = Callable[[str], int]
@@ -888,6 +889,7 @@ def _make_chunks(
                     page_end=page_end,
                     char_start=start,
                     char_end=end,
+                    role=chunk_role(label, group.heading),
                 )
             )
     return chunks

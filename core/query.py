@@ -1,0 +1,107 @@
+"""What a question asks, made searchable: its focus pieces and its corrected, expanded wording.
+
+People write "We're a Dutch bank with a scoring model from a US vendor. Do we legally have to train our
+staff on AI under the AI Act, even though we only use the tool?" The sentence that answers ("shall take
+measures to ensure ... AI literacy of their staff") is close in meaning to "train our staff on AI" and
+far from the whole message, whose embedding is pulled toward banks, vendors and "AI Act", words every
+provision shares. So besides the whole question, retrieval also embeds its *focus pieces*: each sentence
+and clause on its own, without the law's name and the small talk around it, and for "is X considered
+high-risk / is it banned to X" questions, the X being asked about. The ranker (core/ranking.py) takes
+each provision's best match over the pieces as one of its signals.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.lexicon import NormalisedQuestion
+from core.text import content_terms
+
+MAX_PIECES = 4
+MIN_PIECE_WORDS = 3
+
+# Where one ask ends and the next begins: sentence ends, dashes, and a comma before a new clause.
+_CLAUSE_BREAK = re.compile(
+    r"(?<=[.?!;])\s+|\s+[—–]\s+|\s+-\s+"
+    r"|,\s+(?=(?:or|but|even though|although|because|since|so|which|while|if|when|unless|given)\b)"
+    r"|\s+(?=(?:even though|although|because|given that|unless)\b)",
+    re.IGNORECASE,
+)
+# Words that open a message without asking anything.
+_OPENING = re.compile(
+    r"^(?:(?:so|ok|okay|and|but|also|hi|hey|hello|quick question|question|follow[- ]up|sorry|thanks)\b[,:!]?\s*)+",
+    re.IGNORECASE,
+)
+# The law named as a whole: every provision of the collection shares it, so it only dilutes.
+_THE_LAW = re.compile(
+    r"\b(?:under|in|by|from|of|according to|per|for)?\s*(?:the\s+)?(?:EU\s+)?"
+    r"(?:AI Act|Artificial Intelligence Act|Local Law 144|LL\s?144|NYC(?:'s)? (?:AEDT )?(?:law|rules?)|"
+    r"DCWP(?:'s)? rules?|this (?:law|regulation)|the (?:law|rules|regulation))\b",
+    re.IGNORECASE,
+)
+# "is X considered high-risk", "does X count as a provider", "is it banned to X": the X is asked about.
+_CLASSIFY = re.compile(
+    r"^(?:is|are|was|would|will|does|do|could|can)\s+(?P<subject>.+?)\s+"
+    r"(?:be\s+)?(?:considered|count(?:ed|s)?\s+as|classified\s+as|qualif(?:y|ies)\s+as|deemed|treated\s+as|"
+    r"fall(?:s)?\s+(?:under|within)|covered\s+by|seen\s+as|regarded\s+as|"
+    r"(?:(?:a\s+)?high[- ]risk|prohibited|banned)(?:\s+(?:AI\s+)?(?:system|tool|use|case|practice)s?)?\s*$)",
+    re.IGNORECASE,
+)
+_IS_IT_ALLOWED = re.compile(
+    r"^(?:is|are)\s+(?:it|we|they)\s+(?:banned|prohibited|allowed|legal|illegal|permitted|ok|okay)\s+(?:to|for)\s+(?P<subject>.+)$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """What retrieval searches for one question."""
+
+    text: str  # the standalone question, spelling corrected and abbreviations expanded: searched
+    pieces: tuple[str, ...] = ()  # its focus pieces (never the text itself)
+    corrections: tuple[tuple[str, str], ...] = ()
+    expansions: tuple[tuple[str, str], ...] = ()
+    question: str = ""  # spelling corrected only: what the answer is judged against
+
+    def __post_init__(self) -> None:
+        if not self.question:
+            object.__setattr__(self, "question", self.text)
+
+    @classmethod
+    def of(cls, normalised: NormalisedQuestion) -> "QueryPlan":
+        return cls(
+            text=normalised.text,
+            pieces=tuple(focus_pieces(normalised.text)),
+            corrections=normalised.corrections,
+            expansions=normalised.expansions,
+            question=normalised.corrected,
+        )
+
+
+def focus_pieces(question: str) -> list[str]:
+    """The question's sentences and clauses that ask something, cleaned of the law's name and small
+    talk, plus the subject of a classification question; at most MAX_PIECES, never the question itself."""
+    pieces: list[str] = []
+    for part in _CLAUSE_BREAK.split(question):
+        if not part:
+            continue
+        part = _THE_LAW.sub(" ", part)
+        part = _OPENING.sub("", part.strip()).strip(" ,.;:?!\"'")
+        part = " ".join(part.split())
+        for pattern in (_IS_IT_ALLOWED, _CLASSIFY):
+            m = pattern.match(part)
+            if m:
+                pieces.append(m.group("subject").strip(" ,.;:?!"))
+                break
+        pieces.append(part)
+    out: list[str] = []
+    whole = " ".join(question.split()).strip(" ?.!").lower()
+    for piece in pieces:
+        if (
+            len(piece.split()) >= MIN_PIECE_WORDS
+            and len(content_terms(piece)) >= 2
+            and piece.lower() != whole
+            and piece not in out
+        ):
+            out.append(piece)
+    return out[:MAX_PIECES]

@@ -1,0 +1,199 @@
+"""Rank a collection's provisions for a question: several signals, one learned linear score.
+
+Hybrid search fuses a BM25 list and a dense list by rank. On questions written in users' words it
+puts the answering provision first about a third of the time on the EU AI Act: recitals repeat the
+rules at length, long provisions embed as the average of their topics, and a message's scenario pulls
+its embedding away from what it asks. `ProvisionRanker` scores every provision by
+
+* meaning: cosine of the question to the whole provision, to its heading, to its best sentence, and
+  the same for the question's focus pieces (core/segments.py, core/query.py);
+* words: the provision's BM25 rank from the index backend (embedded or Weaviate alike);
+* role: definition, worked example, recital, commentary, front matter, or operative text (core/roles.py);
+* fit: the question asks for a value (a period, an amount ...) and the provision states one; the
+  question names a term the provision defines;
+
+and adds them with weights learned from questions written for this project (`hypa ranker train`,
+core/ranking_train.py): the weights that make the provisions holding each question's evidence most
+likely under a softmax over all provisions. The weights ship in core/ranking_weights.json.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from core.answer_type import asked_value, states_value
+from core.query import QueryPlan
+from core.roles import role_of
+from core.segments import SegmentIndex
+from core.text import content_terms
+from core.types import Chunk, ScoredChunk
+
+DEFAULT_WEIGHTS = Path(__file__).with_name("ranking_weights.json")
+FEATURES: tuple[str, ...] = (
+    "chunk",  # cosine(question, provision)
+    "segment",  # cosine(question, the provision's best sentence)
+    "piece_chunk",  # the best cosine of a focus piece to the provision
+    "piece_segment",  # ... to the provision's best sentence
+    "heading",  # cosine(question, the provision's heading)
+    "bm25",  # 1 / (1 + BM25 rank), 0 when BM25 does not return it
+    "bm25_sqrt",  # sqrt of that: BM25's top few matter, its tail still counts
+    "length",  # log(1 + words) / 6
+    "definition",  # role indicators (operative text is the baseline)
+    "example",
+    "recital",
+    "commentary",
+    "front",
+    "states_value",  # the question asks for a value and the provision states one of that kind
+    "defines_asked_term",  # the provision defines a term the question uses
+    "asked_example",  # the question asks about an example and the provision is one
+)
+ROLE_FEATURES = ("definition", "example", "recital", "commentary", "front")
+BM25_CANDIDATES = 100
+
+# A defined term: “deployer” means ..., ‘AI system’ means ..., "Selection rate" means ...
+_DEFINED = re.compile(r"[“\"‘']([^”\"’']{2,80})[”\"’']\s+(?:or\s+[“\"‘'][^”\"’']{1,40}[”\"’']\s+)?means\b")
+
+
+class RankerWeightsError(ValueError):
+    """The weights file is missing, malformed, or made for other features."""
+
+
+@dataclass(frozen=True)
+class RankerWeights:
+    weights: np.ndarray  # one per FEATURES entry
+    trained_on: str = ""  # a note on the training questions (shown by `hypa ranker show`)
+
+    @classmethod
+    def load(cls, path: Path = DEFAULT_WEIGHTS) -> "RankerWeights":
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RankerWeightsError(f"ranker weights not found: {path} (train them: `hypa ranker train`)") from None
+        except (OSError, json.JSONDecodeError) as exc:
+            raise RankerWeightsError(f"ranker weights unreadable: {path}: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("weights"), dict):
+            raise RankerWeightsError(f"{path}: expected an object with a 'weights' object")
+        weights = data["weights"]
+        if set(weights) != set(FEATURES):
+            missing, unknown = set(FEATURES) - set(weights), set(weights) - set(FEATURES)
+            raise RankerWeightsError(
+                f"{path}: weights are for other features (missing {sorted(missing)}, unknown {sorted(unknown)}); "
+                "retrain with `hypa ranker train`"
+            )
+        try:
+            vector = np.array([float(weights[name]) for name in FEATURES], dtype=np.float32)
+        except (TypeError, ValueError):
+            raise RankerWeightsError(f"{path}: every weight must be a number") from None
+        if not np.all(np.isfinite(vector)):
+            raise RankerWeightsError(f"{path}: weights must be finite")
+        return cls(vector, str(data.get("trained_on", "")))
+
+    def save(self, path: Path) -> None:
+        payload = {
+            "features": list(FEATURES),
+            "weights": {name: round(float(w), 6) for name, w in zip(FEATURES, self.weights)},
+            "trained_on": self.trained_on,
+        }
+        Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+class BM25Search:
+    """What the ranker needs from an index backend: BM25 ranks (core.pipeline's ChunkIndex fits
+    through `hybrid_search(..., alpha=0)`)."""
+
+    def __init__(self, index) -> None:  # noqa: ANN001 - core.pipeline.ChunkIndex
+        self._index = index
+
+    def ranked_ids(self, query: str, collection: str, limit: int) -> list[str]:
+        hits = self._index.hybrid_search(query, collection=collection, limit=limit, fusion="rankedFusion", alpha=0.0)
+        return [sc.chunk.id for sc in hits]
+
+
+def defined_terms(chunk: Chunk) -> frozenset[str]:
+    """The stemmed terms a definition chunk defines (from its heading "Definitions — X; Y" and from
+    “X” means ... in its text)."""
+    names: list[str] = []
+    if "—" in chunk.heading:
+        names += [n for n in chunk.heading.split("—", 1)[1].split(";")]
+    names += _DEFINED.findall(chunk.text)
+    return frozenset(" ".join(content_terms(n)) for n in names if content_terms(n))
+
+
+class FeatureBuilder:
+    """The feature matrix (chunks x FEATURES) of one question against one collection."""
+
+    def __init__(self, segments: SegmentIndex) -> None:
+        self.segments = segments
+        chunks = segments.chunks
+        roles = [role_of(c) for c in chunks]
+        self._static = np.zeros((len(chunks), len(FEATURES)), dtype=np.float32)
+        col = {name: i for i, name in enumerate(FEATURES)}
+        for i, (chunk, role) in enumerate(zip(chunks, roles)):
+            self._static[i, col["length"]] = math.log1p(len(chunk.text.split())) / 6.0
+            if role in ROLE_FEATURES:
+                self._static[i, col[role]] = 1.0
+        self._defined = [defined_terms(c) if r == "definition" else frozenset() for c, r in zip(chunks, roles)]
+        self._col = col
+
+    def build(
+        self,
+        plan: QueryPlan,
+        query_vector: np.ndarray,
+        piece_vectors: np.ndarray | None,
+        bm25_ids: Sequence[str],
+    ) -> np.ndarray:
+        col = self._col
+        x = self._static.copy()
+        s = self.segments.signals(query_vector, piece_vectors)
+        x[:, col["chunk"]] = s.chunk
+        x[:, col["segment"]] = s.segment
+        x[:, col["piece_chunk"]] = s.piece_chunk
+        x[:, col["piece_segment"]] = s.piece_segment
+        x[:, col["heading"]] = s.heading
+        for rank, chunk_id in enumerate(bm25_ids):
+            row = self.segments.row_of.get(chunk_id)
+            if row is not None:
+                x[row, col["bm25"]] = 1.0 / (1 + rank)
+                x[row, col["bm25_sqrt"]] = math.sqrt(1.0 / (1 + rank))
+        asked = asked_value(plan.text)
+        if asked is not None:
+            for i, chunk in enumerate(self.segments.chunks):
+                if states_value(chunk.text, asked):
+                    x[i, col["states_value"]] = 1.0
+        question = " " + " ".join(content_terms(plan.text)) + " "
+        for i, terms in enumerate(self._defined):
+            if any(f" {t} " in question for t in terms):
+                x[i, col["defines_asked_term"]] = 1.0
+        if " exampl " in question:
+            x[:, col["asked_example"]] = x[:, col["example"]]
+        return x
+
+
+class ProvisionRanker:
+    """Scores every provision of a collection; the best first."""
+
+    def __init__(self, weights: RankerWeights, bm25: BM25Search) -> None:
+        self.weights = weights
+        self.bm25 = bm25
+
+    def rank(
+        self,
+        plan: QueryPlan,
+        collection: str,
+        features: FeatureBuilder,
+        query_vector: np.ndarray,
+        piece_vectors: np.ndarray | None,
+        limit: int,
+    ) -> list[ScoredChunk]:
+        bm25_ids = self.bm25.ranked_ids(plan.text, collection, BM25_CANDIDATES)
+        x = features.build(plan, query_vector, piece_vectors, bm25_ids)
+        scores = x @ self.weights.weights
+        order = np.argsort(-scores, kind="stable")[:limit]
+        chunks = features.segments.chunks
+        return [ScoredChunk(chunks[i], float(scores[i])) for i in order]
