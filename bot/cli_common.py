@@ -33,11 +33,15 @@ def setup_error_types() -> tuple[type[BaseException], ...]:
     """
     from core.complexity import ClassifierArtifactError
     from core.complexity_tokens import TokenStatesError
+    from core.linear import ModelWeightsError
     from core.params import ConfigError
     from core.rerank import RerankerUnavailable
     from storage.embedder import EmbeddingModelNotFound
 
-    return (ConfigError, ClassifierArtifactError, TokenStatesError, RerankerUnavailable, EmbeddingModelNotFound)
+    return (
+        ConfigError, ClassifierArtifactError, TokenStatesError, RerankerUnavailable, EmbeddingModelNotFound,
+        ModelWeightsError,
+    )
 
 
 class SetupErrorsAsMessages(typer.core.TyperGroup):

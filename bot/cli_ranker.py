@@ -1,4 +1,5 @@
-"""`hypa ranker train|show`: the learned provision ranker's weights (core/ranking.py)."""
+"""`hypa ranker train|show`: the learned models of the offline engine (core/linear.py): which
+provisions to read (core/ranking.py) and which sentences to quote (core/extractive.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,7 @@ from rich.table import Table
 
 from bot.cli_common import err, fail, load_settings, out
 
-ranker_app = typer.Typer(help="Train and inspect the provision ranker's weights.", no_args_is_help=True)
+ranker_app = typer.Typer(help="Train and inspect the offline engine's ranking models.", no_args_is_help=True)
 
 
 @ranker_app.command("train")
@@ -20,16 +21,20 @@ def ranker_train(
     out_path: Path = typer.Option(..., "--out", "-o", help="Where to write the weights (JSON)."),
     l2: float = typer.Option(1e-3, "--l2", min=0.0, help="L2 penalty on the weights."),
 ) -> None:
-    """Learn weights that put the provisions holding each question's evidence first.
+    """Learn which provisions to read and which sentences to quote from questions with evidence.
 
-    Every question is planned, embedded and scored exactly as `hypa ask` does; each collection
-    named by the questions must be in the index. Use HYPA_RANKER_WEIGHTS=PATH to answer with them.
+    Every question is planned, embedded and ranked exactly as `hypa ask` does; each collection the
+    questions name must be in the index. The provision model is fitted first; the sentence model is
+    then fitted on what the new provision model retrieves. Answer with the result:
+    HYPA_RANKER_WEIGHTS=PATH.
     """
     import numpy as np
 
     from bot.wiring import Components
-    from core.ranking import FEATURES, RankerWeights
-    from core.ranking_train import read_training_questions, train
+    from core.extractive import SENTENCE_FEATURES
+    from core.linear import LinearModel, save_models
+    from core.ranking import FEATURES
+    from core.ranking_train import fit_model, holds_span, read_training_questions, shares_span
 
     for path in questions:
         if not path.is_file():
@@ -40,44 +45,67 @@ def ranker_train(
         fail(f"cannot read the questions: {exc}")
     if not rows:
         fail("no answerable question with evidence in those files")
-    components = Components(load_settings(), overrides={"ranker_weights": RankerWeights(np.zeros(len(FEATURES), dtype=np.float32))})
+    settings = load_settings()
+    blank = {"provisions": LinearModel(FEATURES, np.zeros(len(FEATURES), dtype=np.float32)),
+             "sentences": LinearModel(SENTENCE_FEATURES, np.zeros(len(SENTENCE_FEATURES), dtype=np.float32))}
+    components = Components(settings, overrides={"models": blank})
     missing = sorted({q.collection for q in rows} - set(components.index.collections()))
     if missing:
         fail(f"collection(s) {', '.join(missing)} not in the index; build them first (`hypa index build NAME`)")
-    pipeline = components.pipeline
 
-    def features(question, history, collection):  # noqa: ANN001, ANN202
-        return pipeline.provision_features(question, history, collection=collection)
+    def provision_rows(question, history, collection):  # noqa: ANN001, ANN202
+        return components.pipeline.provision_features(question, history, collection=collection)
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
-        task = bar.add_task("questions", total=len(rows))
-        weights, data = train(questions, features, l2=l2, progress=lambda: bar.advance(task))
+    with _bar() as bar:
+        task = bar.add_task("provisions", total=len(rows))
+        provisions, provision_data = fit_model(FEATURES, rows, provision_rows, holds_span, l2, lambda: bar.advance(task))
+    # The sentences are learned on what the new provision model retrieves.
+    trained = Components(settings, overrides={"models": {**blank, "provisions": provisions}})
+    pipeline, generator = trained.pipeline, trained.generator
+
+    def sentence_rows(question, history, collection):  # noqa: ANN001, ANN202
+        found = pipeline.retrieve(question, history, collection=collection)
+        candidates = generator.candidates(found.plan.question, found.contexts, found.query_vector)
+        return candidates.features, [s.text(candidates.chunks) for s in candidates.sentences]
+
+    with _bar() as bar:
+        task = bar.add_task("sentences", total=len(rows))
+        sentences, sentence_data = fit_model(SENTENCE_FEATURES, rows, sentence_rows, shares_span, l2, lambda: bar.advance(task))
+    note = (
+        f"{len(rows)} questions from {', '.join(p.name for p in questions)}; l2 {l2:g}; provisions: "
+        f"{len(provision_data.examples)} used, sentences: {len(sentence_data.examples)} used (the others' "
+        "evidence was not among what they retrieved)"
+    )
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    weights.save(out_path)
-    if data.skipped:
-        err.print(f"[yellow]{len(data.skipped)} questions skipped: no provision holds their evidence ({', '.join(data.skipped[:5])}…)[/]")
-    out.print(f"weights for {len(data.examples)} questions written to {out_path}")
-    _print(weights)
+    save_models(out_path, {"provisions": provisions, "sentences": sentences}, note)
+    out.print(f"written to {out_path}: {note}")
+    _print({"provisions": provisions, "sentences": sentences})
 
 
 @ranker_app.command("show")
 def ranker_show(path: Path | None = typer.Argument(None, help="A weights file [default: HYPA_RANKER_WEIGHTS, else the shipped weights].")) -> None:
-    """Print the ranker's weights and what they were trained on."""
-    from core.ranking import DEFAULT_WEIGHTS, RankerWeights, RankerWeightsError
-
-    path = path or load_settings().ranker_weights or DEFAULT_WEIGHTS
-    try:
-        weights = RankerWeights.load(path)
-    except RankerWeightsError as exc:
-        fail(str(exc))
-    out.print(f"{path}: {weights.trained_on}")
-    _print(weights)
-
-
-def _print(weights) -> None:  # noqa: ANN001 - core.ranking.RankerWeights
+    """Print the models' weights and what they were trained on."""
+    from core.extractive import SENTENCE_FEATURES
+    from core.linear import DEFAULT_WEIGHTS_FILE, ModelWeightsError, load_model, trained_on
     from core.ranking import FEATURES
 
-    table = Table("feature", "weight")
-    for name, w in zip(FEATURES, weights.weights):
-        table.add_row(name, f"{w:+.3f}")
-    out.print(table)
+    path = path or load_settings().ranker_weights or DEFAULT_WEIGHTS_FILE
+    try:
+        models = {"provisions": load_model(path, "provisions", FEATURES), "sentences": load_model(path, "sentences", SENTENCE_FEATURES)}
+        note = trained_on(path)
+    except ModelWeightsError as exc:
+        fail(str(exc))
+    out.print(f"{path}: {note}")
+    _print(models)
+
+
+def _bar() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err)
+
+
+def _print(models) -> None:  # noqa: ANN001 - {name: core.linear.LinearModel}
+    for name, model in models.items():
+        table = Table("feature", "weight", title=name)
+        for feature, w in zip(model.features, model.weights):
+            table.add_row(feature, f"{w:+.3f}")
+        out.print(table)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 MANIFEST_PATH = Path(__file__).with_name("corpora.toml")
 
@@ -31,6 +31,9 @@ class Corpus(BaseModel):
     title: str
     collection: str
     files: list[CorpusFile]
+    # Word-piece budget for the provisions an answer from this collection reads (the default config);
+    # None = HYPA_MAX_CONTEXT_TOKENS. A large act whose provisions are short needs more of them.
+    context_tokens: int | None = Field(default=None, ge=1)
 
 
 class Manifest(BaseModel):

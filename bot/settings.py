@@ -35,11 +35,13 @@ class Settings(BaseSettings):
     # Retrieval (the "default" config). "provisions": every provision scored by the learned ranker
     # over meaning, words, role and fit signals (core/ranking.py); "hybrid": the index's hybrid search.
     ranking: Literal["provisions", "hybrid"] = "provisions"
-    # Word-piece budget for the provisions passed to the generator (0 = only HYPA_TOP_K limits them).
+    # Word-piece budget for the provisions passed to the generator (0 = only HYPA_TOP_K limits them);
+    # a manifest corpus may set its own (bot/corpora.toml `context_tokens`: the EU AI Act's is 1,400).
     max_context_tokens: int = Field(default=1100, ge=0)
     # A file of ranker weights (`hypa ranker train`); empty = the weights shipped with hypa.
     ranker_weights: Path | None = None
-    top_k: int = Field(default=7, ge=1, le=100)
+    # At most this many provisions (the budget usually stops first).
+    top_k: int = Field(default=10, ge=1, le=100)
     fusion: Literal["rankedFusion", "relativeScoreFusion"] = "rankedFusion"
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)  # 0 = BM25 only, 1 = vectors only
     # Each side (dense, BM25) contributes this many candidates to fusion. 100 = what Weaviate's hybrid

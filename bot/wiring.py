@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
 from bot.settings import Settings
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
-from core.extractive import ExtractiveGenerator
+from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator
 from core.ingestion import IngestOutcome, ingest_file
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, QuestionLimits
@@ -18,7 +18,8 @@ from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
 from core.language import LanguageDetector
 from core.lexicon import Lexicon
 from core.pipeline import ProvisionSearch
-from core.ranking import DEFAULT_WEIGHTS, BM25Search, FeatureBuilder, ProvisionRanker, RankerWeights
+from core.linear import DEFAULT_WEIGHTS_FILE, LinearModel, load_model
+from core.ranking import FEATURES, BM25Search, FeatureBuilder, ProvisionRanker
 from core.segments import SegmentIndex, unit_texts
 from core.termstats import TermStats
 from core.types import Chunk, RetrievalParams
@@ -64,6 +65,13 @@ class PerCollection(Generic[T]):
                 cached = (version, self._build(self._index.chunks(collection)))
                 self._by_collection[collection] = cached
             return cached[1]
+
+
+def collection_context_tokens() -> dict[str, int]:
+    """The manifest corpora's own context budgets (bot/corpora.toml `context_tokens`)."""
+    from bot.corpus import load_manifest
+
+    return {c.collection: c.context_tokens for c in load_manifest().corpora.values() if c.context_tokens}
 
 
 def term_stats_of(chunks: list[Chunk]) -> TermStats:
@@ -118,12 +126,19 @@ class Components:
 
         return PerCollection(self.index, build)
 
+    def learned_model(self, name: str, features: tuple[str, ...]) -> LinearModel:
+        """Model `name` of HYPA_RANKER_WEIGHTS (default: the weights shipped with hypa); an override
+        `models` = {name: LinearModel} (e.g. while training) wins."""
+        override = (self.overrides.get("models") or {}).get(name)
+        if override is not None:
+            return override
+        return load_model(self.settings.ranker_weights or DEFAULT_WEIGHTS_FILE, name, features)
+
     @cached_property
     def provision_search(self) -> ProvisionSearch:
         """The learned provision ranking (HYPA_RANKER_WEIGHTS, or the weights shipped with hypa)."""
-        weights = self.overrides.get("ranker_weights") or RankerWeights.load(self.settings.ranker_weights or DEFAULT_WEIGHTS)
         return ProvisionSearch(
-            ranker=ProvisionRanker(weights, BM25Search(self.index)),
+            ranker=ProvisionRanker(self.learned_model("provisions", FEATURES), BM25Search(self.index)),
             features=self.segment_features,
             lexicon=self.lexicon,
         )
@@ -224,7 +239,11 @@ class Components:
 
         One instance per process, so the circuit breaker's state is shared across questions.
         """
-        extractive = ExtractiveGenerator(self.term_stats, sentence_vectors=self.sentence_vectors)
+        extractive = ExtractiveGenerator(
+            self.term_stats,
+            sentence_vectors=self.sentence_vectors,
+            model=self.learned_model("sentences", SENTENCE_FEATURES),
+        )
         if not self.settings.anthropic_api_key:
             return extractive  # and the anthropic SDK (2 s to import) stays unloaded
         from core.llm.claude_generator import answer_generator_from_settings
@@ -258,6 +277,7 @@ class Components:
             provisions=self.provision_search,
             # Offline answers need an English question; with a key the rewriter translates it.
             language=None if s.anthropic_api_key else LanguageDetector(),
+            context_tokens=collection_context_tokens(),
         )
 
     def served_collections(self) -> list[str]:

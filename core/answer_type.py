@@ -90,10 +90,26 @@ _SUBJECT = re.compile(
 )
 
 
+# What may stand before the words that ask for a value when they open a clause: "How long ...",
+# "Within how many days ...", "..., and if so how much?", "ok and roughly how much ...". After any other
+# word the phrase is embedded in another question ("Do we have to say what data we collect and how
+# long we keep it?" asks whether to disclose, not for a period).
+_CLAUSE_OPENING = re.compile(
+    r"(?:^|[.?!;:,(]\s*|\s[—–-]\s*)"
+    r"(?:(?:and|so|ok|okay|but|also|then|if so|roughly|exactly|approximately|about|within|for|after|by|in|"
+    r"up to|until|at|to|under)\s+)*$",
+    re.IGNORECASE,
+)
+
+
+def _opens_clause(question: str, start: int) -> bool:
+    return _CLAUSE_OPENING.search(question[:start]) is not None
+
+
 def asked_value(question: str) -> AskedValue | None:
     """The value `question` asks for, or None when it asks for something else (a rule, a duty, ...)."""
     subject = _subject(question)
-    many = _HOW_MANY.search(question)
+    many = next((m for m in _HOW_MANY.finditer(question) if _opens_clause(question, m.start())), None)
     if many is not None:
         words = many.group(1).split()
         # "how many (business) days" asks for a duration; "how many employees" for a count.
@@ -104,9 +120,9 @@ def asked_value(question: str) -> AskedValue | None:
         # The counted thing ("employees") is what the question is about: it stays a key term.
         return AskedValue((("count",),), frozenset(content_terms("how many")), subject)
     for pattern, kinds in _ASKS:
-        m = pattern.search(question)
-        if m is not None:
-            return AskedValue(kinds, frozenset(content_terms(m.group(0))), subject)
+        for m in pattern.finditer(question):
+            if _opens_clause(question, m.start()):
+                return AskedValue(kinds, frozenset(content_terms(m.group(0))), subject)
     return None
 
 

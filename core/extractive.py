@@ -23,6 +23,7 @@ about whether they answer. The generator declines when
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
@@ -30,6 +31,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from core.answer_type import AskedValue, asked_value, describe, states_value
+from core.linear import LinearModel
 from core.roles import role_of
 from core.termstats import TermStats
 from core.text import QUESTION_FRAMING, content_terms, quotable_spans, sentence_spans
@@ -47,19 +49,9 @@ class ExtractiveConfig:
     # A lead-in that ends in ":" ("... by doing any of the following:") is quoted with the items
     # after it, up to this many words.
     list_words: int = 110
-    # Sentence score = semantic x cosine + lexical x key-term coverage + rank x 1/(1 + provision rank)
-    # + the role's weight (+ value_weight when it states the asked value).
-    semantic_weight: float = 1.0
-    lexical_weight: float = 0.5
-    rank_weight: float = 0.3
-    value_weight: float = 0.5
-    role_weights: dict[str, float] = field(
-        default_factory=lambda: {
-            "operative": 0.0, "definition": 0.0, "example": -0.1, "commentary": -0.2, "recital": -0.25, "front": -0.3,
-        }
-    )
-    # Sentences after the first must score at least this share of the first.
-    follow_share: float = 0.8
+    # Sentences after the first must be at least this likely (softmax of the sentence scores) as a
+    # share of the first.
+    follow_share: float = 0.1
     # No sentence this close in meaning to the question: the provisions do not answer it.
     min_similarity: float = 0.3
     # Without sentence vectors (no embedding model), the same test by words: the quoted provisions
@@ -70,6 +62,29 @@ class ExtractiveConfig:
     # answerable value questions >= 0.30; a value about something else (a complaint deadline, a share
     # of employers, counts of reviews) <= 0.22.
     min_value_binding: float = 0.25
+
+
+# What a sentence is scored on (model "sentences" of core/ranking_weights.json, learned by
+# `hypa ranker train`; HAND_WEIGHTS when no model is given).
+SENTENCE_FEATURES: tuple[str, ...] = (
+    "cosine",  # cosine(question, sentence)
+    "terms",  # share of the question's idf-weighted key terms in the sentence
+    "provision_rank",  # 1 / (1 + the provision's place among the quoted ones)
+    "provision_gap",  # the provision's ranking score minus the best one's (0 for the best)
+    "definition",  # the provision's role (operative text is the baseline)
+    "example",
+    "recital",
+    "commentary",
+    "front",
+    "states_value",  # the question asks for a value and the sentence states it about what was asked
+    "opens_provision",  # the provision's first sentence
+    "length",  # log(1 + words) / 4
+)
+HAND_WEIGHTS = {
+    "cosine": 1.0, "terms": 0.5, "provision_rank": 0.3, "example": -0.1, "commentary": -0.2, "recital": -0.25,
+    "front": -0.3, "states_value": 0.5,
+}
+_ROLE_FEATURES = ("definition", "example", "recital", "commentary", "front")
 
 
 class SentenceVectors(Protocol):
@@ -87,6 +102,23 @@ class _Sentence:
 
     def text(self, chunks: Sequence[Chunk]) -> str:
         return chunks[self.rank].text[self.start : self.end]
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """What the answer may quote, with one feature row per sentence; or why it must decline."""
+
+    chunks: list[Chunk]
+    sentences: list[_Sentence]
+    features: np.ndarray
+    weights: dict[str, float]  # the question's key terms and their idf
+    refusal: str | None = None  # not None: decline, and say this ("" = no reason beyond the refusal)
+    # Rows that may lead the answer: for a question asking for a value, those that state it.
+    leads: list[int] = field(default_factory=list)
+
+    @classmethod
+    def declined(cls, why: str) -> "_Candidates":
+        return cls([], [], np.zeros((0, len(SENTENCE_FEATURES)), dtype=np.float32), {}, why)
 
 
 # Labels and headings that open a unit: "Article 4", "ANNEX III", "§ 5-301 Bias Audit.", "CHAPTER V".
@@ -111,11 +143,15 @@ class ExtractiveGenerator:
         term_stats: Callable[[str], TermStats],
         config: ExtractiveConfig = ExtractiveConfig(),
         sentence_vectors: SentenceVectors | None = None,
+        model: LinearModel | None = None,
     ) -> None:
         # term_stats(collection) -> statistics of that collection (cached by the caller).
         self._term_stats = term_stats
         self.config = config
         self._sentence_vectors = sentence_vectors
+        self.model = model or LinearModel.of(SENTENCE_FEATURES, HAND_WEIGHTS)
+        if self.model.features != SENTENCE_FEATURES:
+            raise ValueError("the sentence model must score SENTENCE_FEATURES")
 
     def generate(
         self,
@@ -124,58 +160,82 @@ class ExtractiveGenerator:
         history: Sequence[Turn] = (),
         query_vector: np.ndarray | None = None,
     ) -> Answer:
-        chunks = [sc.chunk for sc in contexts if sc.kind == "chunk"][: self.config.quote_provisions]
+        found = self.candidates(question, contexts, query_vector)
+        if found.refusal is not None:
+            return self._refusal(contexts, found.refusal)
+        scores = self.model.score(found.features)
+        chosen = self._choose(found, scores)
+        return self._render([self._with_list(s, found.chunks) for s in chosen], found.chunks)
+
+    def candidates(
+        self, question: str, contexts: Sequence[ScoredChunk], query_vector: np.ndarray | None = None
+    ) -> "_Candidates":
+        """The sentences the answer may quote and their features, or why it must decline."""
+        quoted = [sc for sc in contexts if sc.kind == "chunk"][: self.config.quote_provisions]
+        chunks = [sc.chunk for sc in quoted]
         if not chunks:
-            return self._refusal(contexts)
+            return _Candidates.declined("")
         stats = self._term_stats(chunks[0].collection)
         weights = {t: stats.idf(t) for t in set(content_terms(question)) - QUESTION_FRAMING}
         sentences = _sentences(chunks)
         if not sentences:
-            return self._refusal(contexts)
+            return _Candidates.declined("")
         cosines = self._cosines(sentences, query_vector)
         asked = asked_value(question)
-        stating: set[_Sentence] = set()
+        stating: dict[_Sentence, float] = {}
         if asked is not None:
             stating = self._stating_asked_value(sentences, chunks, asked, weights)
             if not stating:
-                return self._refusal(contexts, f"They state no {describe(asked)} for it.")
+                return _Candidates.declined(f"They state no {describe(asked)} for it.")
         if cosines is not None:
-            if float(max(cosines.values())) < self.config.min_similarity:
-                return self._refusal(contexts)
+            if float(cosines.max()) < self.config.min_similarity:
+                return _Candidates.declined("")
         elif _coverage(frozenset().union(*(s.terms for s in sentences)), weights) < self.config.min_support:
-            return self._refusal(contexts)
-        asks_example = "exampl" in weights
-        scored = {s: self._score(s, chunks, weights, cosines, asks_example) for s in sentences}
-        for s in stating:  # the answer leads with the value asked for
-            scored[s] += self.config.value_weight
-        chosen = self._choose(sentences, scored, weights, chunks)
-        return self._render([self._with_list(s, chunks) for s in chosen], chunks)
+            return _Candidates.declined("")
+        x = self._features(sentences, quoted, weights, cosines, stating)
+        if stating:  # a value question is answered by the clause that best states the value about it
+            most = max(stating.values())
+            leads = [i for i, s in enumerate(sentences) if stating.get(s, -1.0) >= most]
+        else:
+            leads = list(range(len(sentences)))
+        return _Candidates(chunks, sentences, x, weights, leads=leads)
 
     # -- signals -------------------------------------------------------------------------------
 
-    def _cosines(self, sentences: list[_Sentence], query_vector: np.ndarray | None) -> dict[_Sentence, float] | None:
+    def _cosines(self, sentences: list[_Sentence], query_vector: np.ndarray | None) -> np.ndarray | None:
         if self._sentence_vectors is None or query_vector is None:
             return None
         vectors = self._sentence_vectors.get([s.unit for s in sentences])
-        values = vectors @ np.asarray(query_vector, dtype=np.float32)
-        return {s: float(v) for s, v in zip(sentences, values)}
+        return vectors @ np.asarray(query_vector, dtype=np.float32)
 
-    def _score(
+    def _features(
         self,
-        s: _Sentence,
-        chunks: list[Chunk],
+        sentences: list[_Sentence],
+        quoted: list[ScoredChunk],
         weights: dict[str, float],
-        cosines: dict[_Sentence, float] | None,
-        asks_example: bool,
-    ) -> float:
-        c = self.config
-        score = c.lexical_weight * _coverage(s.terms, weights) + c.rank_weight / (1.0 + s.rank)
-        role = role_of(chunks[s.rank])
-        if role != "example" or not asks_example:  # a question about the example wants the example
-            score += c.role_weights.get(role, 0.0)
+        cosines: np.ndarray | None,
+        stating: dict[_Sentence, float],
+    ) -> np.ndarray:
+        col = {name: i for i, name in enumerate(SENTENCE_FEATURES)}
+        x = np.zeros((len(sentences), len(SENTENCE_FEATURES)), dtype=np.float32)
         if cosines is not None:
-            score += c.semantic_weight * cosines[s]
-        return score
+            x[:, col["cosine"]] = cosines
+        asks_example = "exampl" in weights  # a question about the example wants the example
+        top = quoted[0].score
+        chunks = [sc.chunk for sc in quoted]
+        first_of: dict[int, int] = {}
+        for i, s in enumerate(sentences):
+            first_of.setdefault(s.rank, i)
+            x[i, col["terms"]] = _coverage(s.terms, weights)
+            x[i, col["provision_rank"]] = 1.0 / (1.0 + s.rank)
+            x[i, col["provision_gap"]] = max(-10.0, quoted[s.rank].score - top)
+            role = role_of(quoted[s.rank].chunk)
+            if role in _ROLE_FEATURES and not (role == "example" and asks_example):
+                x[i, col[role]] = 1.0
+            x[i, col["states_value"]] = 1.0 if s in stating else 0.0
+            x[i, col["opens_provision"]] = 1.0 if first_of[s.rank] == i else 0.0
+            x[i, col["length"]] = math.log1p(len(s.text(chunks).split())) / 4.0
+        return x
 
     def _stating_asked_value(
         self,
@@ -183,14 +243,15 @@ class ExtractiveGenerator:
         chunks: list[Chunk],
         asked: AskedValue,
         weights: dict[str, float],
-    ) -> set[_Sentence]:
-        """The sentences with a clause that states the asked kind of value about what was asked."""
+    ) -> dict[_Sentence, float]:
+        """The sentences with a clause that states the asked kind of value about what was asked, with
+        how much of what was asked their best such clause holds (with the clause before it)."""
         about = {t: w for t, w in weights.items() if t not in asked.words}
         # Provisions that mention the question's subject; a value elsewhere is someone else's.
         about_subject = {
             s.rank for s in sentences if asked.subject is None or asked.subject in s.terms
         }
-        stating: set[_Sentence] = set()
+        stating: dict[_Sentence, float] = {}
         previous: frozenset[str] = frozenset()
         rank = -1
         for s in sentences:
@@ -200,44 +261,38 @@ class ExtractiveGenerator:
                 continue
             for clause in _CLAUSE_END.split(s.text(chunks)):
                 terms = frozenset(content_terms(clause))
-                if states_value(clause, asked) and (
-                    not about or _coverage(terms | previous, about) >= self.config.min_value_binding
-                ):
-                    stating.add(s)
+                binding = _coverage(terms | previous, about) if about else 1.0
+                if states_value(clause, asked) and binding >= self.config.min_value_binding:
+                    stating[s] = max(stating.get(s, 0.0), binding)
                 previous = terms
         return stating
 
     # -- choosing sentences --------------------------------------------------------------------
 
-    def _choose(
-        self, sentences: list[_Sentence], scored: dict[_Sentence, float], weights: dict[str, float], chunks: list[Chunk]
-    ) -> list[_Sentence]:
-        """The best sentence, then those that score close to it and add key terms the answer lacks."""
-        best = max(sentences, key=lambda s: (scored[s], -s.rank, -s.start))
-        chosen = [best]
-        covered = set(best.terms)
-        words = len(best.text(chunks).split())
-        floor = self.config.follow_share * scored[best]
+    def _choose(self, found: "_Candidates", scores: np.ndarray) -> list[_Sentence]:
+        """The best sentence, then those almost as likely that add key terms the answer lacks."""
+        sentences, chunks, weights = found.sentences, found.chunks, found.weights
+        order = sorted(range(len(sentences)), key=lambda i: (-scores[i], sentences[i].rank, sentences[i].start))
+        best = next(i for i in order if i in set(found.leads))
+        chosen = [sentences[best]]
+        covered = set(sentences[best].terms)
+        words = len(sentences[best].text(chunks).split())
+        floor = float(scores[best]) + math.log(self.config.follow_share)
         while len(chosen) < self.config.max_sentences:
             candidates = [
-                s
-                for s in sentences
-                if s not in chosen
-                and scored[s] >= floor
-                and not any(_near_duplicate(s, c) for c in chosen)
-                and words + len(s.text(chunks).split()) <= self.config.max_words
+                i
+                for i in order
+                if sentences[i] not in chosen
+                and scores[i] >= floor
+                and not any(_near_duplicate(sentences[i], c) for c in chosen)
+                and words + len(sentences[i].text(chunks).split()) <= self.config.max_words
             ]
             if not candidates:
                 break
-
-            def gain(s: _Sentence) -> tuple[float, int, int]:
-                novelty = _coverage(s.terms - covered, weights)
-                return (scored[s] + novelty, -s.rank, -s.start)
-
-            nxt = max(candidates, key=gain)
-            chosen.append(nxt)
-            covered |= nxt.terms
-            words += len(nxt.text(chunks).split())
+            nxt = max(candidates, key=lambda i: (scores[i] + _coverage(sentences[i].terms - covered, weights), -i))
+            chosen.append(sentences[nxt])
+            covered |= sentences[nxt].terms
+            words += len(sentences[nxt].text(chunks).split())
         return chosen
 
     def _with_list(self, s: _Sentence, chunks: list[Chunk]) -> _Sentence:

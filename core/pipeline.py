@@ -9,7 +9,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -69,6 +69,18 @@ class ProvisionSearch:
     ranker: ProvisionRanker
     features: Callable[[str], FeatureBuilder]
     lexicon: Callable[[str], Lexicon]
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What retrieval hands the generator for one question."""
+
+    plan: QueryPlan
+    contexts: list[ScoredChunk]
+    query_vector: np.ndarray | None
+    queries: list[str]  # the texts searched
+    params: RetrievalParams
+    complexity: int | None
 
 
 # What an offline answer says to a question in another language (core/language.py).
@@ -139,6 +151,7 @@ class AnswerPipeline:
         knowledge_graph: Callable[[str], GraphRetriever | None] | None = None,
         provisions: ProvisionSearch | None = None,
         language: LanguageDetector | None = None,
+        context_tokens: Mapping[str, int] | None = None,
     ) -> None:
         self.index = index
         self.generator = generator
@@ -156,6 +169,8 @@ class AnswerPipeline:
         self.provisions = provisions
         # Set for offline answering only: with an LLM the rewriter translates the question instead.
         self.language = language
+        # collection -> token budget of the default config, where a collection needs its own.
+        self.context_tokens = dict(context_tokens or {})
 
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -172,14 +187,44 @@ class AnswerPipeline:
             if not guess.english:
                 text = NOT_ENGLISH.format(language=f"like {guess.name}")
                 return self._unanswered(question, text, f"language: {guess.code}", clock)
+        found = self.retrieve(question, history, collection=collection, clock=clock)
+        t = time.perf_counter()
+        answer = self.generator.generate(found.plan.question, found.contexts, history, found.query_vector)
+        answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in found.contexts)  # facts too
+        clock.lap("generate", t)
+        return PipelineResult(
+            question=question,
+            answer=answer,
+            contexts=list(found.contexts),
+            queries=found.queries,
+            params=found.params,
+            complexity=found.complexity,
+            timings_ms=clock.total(),
+        )
+
+    def retrieve(
+        self,
+        question: str,
+        history: Sequence[Turn] = (),
+        *,
+        collection: str | None = None,
+        clock: _Stopwatch | None = None,
+    ) -> Retrieved:
+        """Everything `answer` does before the generator: rewrite, plan, embed, choose the
+        parameters, rank and select the contexts."""
+        clock = clock or _Stopwatch()
+        collection = collection or self.default_collection
+        t = time.perf_counter()
         # One rewrite for the most queries any question may get; the label then decides how many are used.
-        rewrite = self.rewriter.rewrite(question, history, self.policy.max_queries - 1)
+        rewrite = self.rewriter.rewrite(question.strip(), history, self.policy.max_queries - 1)
         plan = self._plan(rewrite.standalone, collection)
         t = clock.lap("rewrite", t)
         texts = [plan.text, *rewrite.sub_queries, *plan.pieces]
         vectors = self.embed_queries(texts) if self.embed_queries else None
         t = clock.lap("embed", t)
         params, complexity = self.policy.select(plan.text, None if vectors is None else vectors[0])
+        if params.config == "default" and collection in self.context_tokens:
+            params = replace(params, max_context_tokens=self.context_tokens[collection])
         if self.reranker is not None:
             params = replace(params, rerank=True)
         t = clock.lap("classify", t)
@@ -196,27 +241,16 @@ class AnswerPipeline:
             t = clock.lap("rerank", t)
         if params.kg and self.knowledge_graph is not None:
             contexts = self._with_graph(plan.text, contexts, params, collection, query_vector)
-            t = clock.lap("kg", t)
+            clock.lap("kg", t)
         else:
             contexts = select_contexts(contexts, params, self.count_tokens)  # top_k, token budget, novelty
-        answer = self.generator.generate(plan.question, contexts, history, query_vector)
-        answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in contexts)  # facts too
-        clock.lap("generate", t)
-        return PipelineResult(
-            question=question,
-            answer=answer,
-            contexts=list(contexts),
-            queries=queries,
-            params=params,
-            complexity=complexity,
-            timings_ms=clock.total(),
-        )
+        return Retrieved(plan, contexts, query_vector, queries, params, complexity)
 
     def provision_features(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
-    ) -> tuple[np.ndarray, list]:
+    ) -> tuple[np.ndarray, list[str]]:
         """The ranker's feature matrix for a question, computed exactly as `answer` computes it, and
-        the chunks its rows describe (for training the ranker: core/ranking_train.py)."""
+        the text of the provision each row describes (for training: core/ranking_train.py)."""
         if self.provisions is None or self.embed_queries is None:
             raise RuntimeError("this pipeline has no provision ranking")
         collection = collection or self.default_collection
@@ -225,7 +259,7 @@ class AnswerPipeline:
         vectors = self.embed_queries([plan.text, *plan.pieces])
         features = self.provisions.features(collection)
         bm25_ids = self.provisions.ranker.bm25.ranked_ids(plan.text, collection, BM25_CANDIDATES)
-        return features.build(plan, vectors[0], vectors[1:], bm25_ids), features.segments.chunks
+        return features.build(plan, vectors[0], vectors[1:], bm25_ids), [c.text for c in features.segments.chunks]
 
     def _unanswered(self, question: str, text: str, note: str, clock: _Stopwatch) -> PipelineResult:
         """A reply that is not an answer (an empty question, one in another language): nothing searched."""

@@ -14,27 +14,26 @@ its embedding away from what it asks. `ProvisionRanker` scores every provision b
 
 and adds them with weights learned from questions written for this project (`hypa ranker train`,
 core/ranking_train.py): the weights that make the provisions holding each question's evidence most
-likely under a softmax over all provisions. The weights ship in core/ranking_weights.json.
+likely under a softmax over all provisions. The weights ship in core/ranking_weights.json (model
+"provisions", core/linear.py).
 """
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from core.answer_type import asked_value, states_value
+from core.linear import LinearModel
 from core.query import QueryPlan
 from core.roles import role_of
 from core.segments import SegmentIndex
-from core.text import content_terms
+from core.termstats import TermStats
+from core.text import QUESTION_FRAMING, content_terms
 from core.types import Chunk, ScoredChunk
 
-DEFAULT_WEIGHTS = Path(__file__).with_name("ranking_weights.json")
 FEATURES: tuple[str, ...] = (
     "chunk",  # cosine(question, provision)
     "segment",  # cosine(question, the provision's best sentence)
@@ -52,55 +51,35 @@ FEATURES: tuple[str, ...] = (
     "states_value",  # the question asks for a value and the provision states one of that kind
     "defines_asked_term",  # the provision defines a term the question uses
     "asked_example",  # the question asks about an example and the provision is one
+    "terms",  # share of the question's idf-weighted key terms in the provision
+    "segment_terms",  # ... in the provision's best sentence
+    "named",  # the question names this provision ("Article 50", "§ 5-303", "Annex III", "Example 3")
 )
 ROLE_FEATURES = ("definition", "example", "recital", "commentary", "front")
 BM25_CANDIDATES = 100
 
+# A provision named in a question or a label: "Article 50", "Art. 99", "§ 5-303", "Annex III",
+# "Example 3", "Recital 12" -> ("art", "50") ...
+_NAMED = re.compile(
+    r"\b(?P<kind>Articles?|Art\.|Annex|Example|Recital|Chapter)\s*(?P<num>[0-9]+[a-z]?|[IVXLC]+)\b|§+\s*(?P<sec>\d+-\d+)",
+)
+_NAME_KIND = {"article": "art", "articles": "art", "art.": "art", "annex": "annex", "example": "example",
+              "recital": "recital", "chapter": "chapter"}
+
+
+def named_provisions(text: str) -> frozenset[tuple[str, str]]:
+    """The provisions a text names, as (kind, number) pairs."""
+    out = set()
+    for m in _NAMED.finditer(text):
+        if m.group("sec"):
+            out.add(("section", m.group("sec")))
+        else:
+            out.add((_NAME_KIND[m.group("kind").lower()], m.group("num")))
+    return frozenset(out)
+
+
 # A defined term: “deployer” means ..., ‘AI system’ means ..., "Selection rate" means ...
 _DEFINED = re.compile(r"[“\"‘']([^”\"’']{2,80})[”\"’']\s+(?:or\s+[“\"‘'][^”\"’']{1,40}[”\"’']\s+)?means\b")
-
-
-class RankerWeightsError(ValueError):
-    """The weights file is missing, malformed, or made for other features."""
-
-
-@dataclass(frozen=True)
-class RankerWeights:
-    weights: np.ndarray  # one per FEATURES entry
-    trained_on: str = ""  # a note on the training questions (shown by `hypa ranker show`)
-
-    @classmethod
-    def load(cls, path: Path = DEFAULT_WEIGHTS) -> "RankerWeights":
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RankerWeightsError(f"ranker weights not found: {path} (train them: `hypa ranker train`)") from None
-        except (OSError, json.JSONDecodeError) as exc:
-            raise RankerWeightsError(f"ranker weights unreadable: {path}: {exc}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("weights"), dict):
-            raise RankerWeightsError(f"{path}: expected an object with a 'weights' object")
-        weights = data["weights"]
-        if set(weights) != set(FEATURES):
-            missing, unknown = set(FEATURES) - set(weights), set(weights) - set(FEATURES)
-            raise RankerWeightsError(
-                f"{path}: weights are for other features (missing {sorted(missing)}, unknown {sorted(unknown)}); "
-                "retrain with `hypa ranker train`"
-            )
-        try:
-            vector = np.array([float(weights[name]) for name in FEATURES], dtype=np.float32)
-        except (TypeError, ValueError):
-            raise RankerWeightsError(f"{path}: every weight must be a number") from None
-        if not np.all(np.isfinite(vector)):
-            raise RankerWeightsError(f"{path}: weights must be finite")
-        return cls(vector, str(data.get("trained_on", "")))
-
-    def save(self, path: Path) -> None:
-        payload = {
-            "features": list(FEATURES),
-            "weights": {name: round(float(w), 6) for name, w in zip(FEATURES, self.weights)},
-            "trained_on": self.trained_on,
-        }
-        Path(path).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
 
 class BM25Search:
@@ -139,7 +118,18 @@ class FeatureBuilder:
             if role in ROLE_FEATURES:
                 self._static[i, col[role]] = 1.0
         self._defined = [defined_terms(c) if r == "definition" else frozenset() for c, r in zip(chunks, roles)]
+        self._names = [named_provisions(c.label) for c in chunks]
         self._col = col
+        # Which chunks and which segments hold each term, for the key-term coverage signals.
+        self._stats = TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks)
+        self._chunks_with: dict[str, list[int]] = {}
+        for i, chunk in enumerate(chunks):
+            for term in set(content_terms(f"{chunk.heading} {chunk.text}")):
+                self._chunks_with.setdefault(term, []).append(i)
+        self._segments_with: dict[str, list[int]] = {}
+        for j, text in enumerate(segments.segment_texts):
+            for term in set(content_terms(text)):
+                self._segments_with.setdefault(term, []).append(j)
 
     def build(
         self,
@@ -172,14 +162,39 @@ class FeatureBuilder:
                 x[i, col["defines_asked_term"]] = 1.0
         if " exampl " in question:
             x[:, col["asked_example"]] = x[:, col["example"]]
+        self._coverage(plan.question, x)
+        asked_names = named_provisions(plan.question)
+        if asked_names:
+            for i, names in enumerate(self._names):
+                if names & asked_names:
+                    x[i, col["named"]] = 1.0
         return x
+
+    def _coverage(self, question: str, x: np.ndarray) -> None:
+        """The `terms` and `segment_terms` columns: idf-weighted share of the question's key terms."""
+        weights = {t: self._stats.idf(t) for t in set(content_terms(question)) - QUESTION_FRAMING}
+        total = sum(weights.values())
+        if not total:
+            return
+        in_chunk = np.zeros(len(self.segments.chunks), dtype=np.float32)
+        in_segment = np.zeros(len(self.segments.segment_texts), dtype=np.float32)
+        for term, w in weights.items():
+            in_chunk[self._chunks_with.get(term, [])] += w / total
+            in_segment[self._segments_with.get(term, [])] += w / total
+        x[:, self._col["terms"]] = in_chunk
+        best = np.zeros(len(self.segments.chunks), dtype=np.float32)
+        if len(in_segment):
+            np.maximum.at(best, self.segments.segment_owner, in_segment)
+        x[:, self._col["segment_terms"]] = best
 
 
 class ProvisionRanker:
     """Scores every provision of a collection; the best first."""
 
-    def __init__(self, weights: RankerWeights, bm25: BM25Search) -> None:
-        self.weights = weights
+    def __init__(self, model: LinearModel, bm25: BM25Search) -> None:
+        if model.features != FEATURES:
+            raise ValueError("the provision model must score FEATURES")
+        self.model = model
         self.bm25 = bm25
 
     def rank(
@@ -193,7 +208,7 @@ class ProvisionRanker:
     ) -> list[ScoredChunk]:
         bm25_ids = self.bm25.ranked_ids(plan.text, collection, BM25_CANDIDATES)
         x = features.build(plan, query_vector, piece_vectors, bm25_ids)
-        scores = x @ self.weights.weights
+        scores = self.model.score(x)
         order = np.argsort(-scores, kind="stable")[:limit]
         chunks = features.segments.chunks
         return [ScoredChunk(chunks[i], float(scores[i])) for i in order]

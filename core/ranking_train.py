@@ -1,12 +1,15 @@
-"""Learn the provision ranker's weights (core/ranking.py) from questions with verbatim evidence.
+"""Learn the offline engine's two linear models from questions with verbatim evidence: which
+provisions to read (core/ranking.py) and which of their sentences to quote (core/extractive.py).
 
 Each training question is a user-style row (`question`, optional `conversation_history`,
 `collection`, `evidence`: verbatim spans of the provisions that answer it). A provision is relevant to
-an evidence span when its text contains the span (folded as the scorer folds it). The weights
-minimise, summed over the questions and their evidence spans, the softmax cross-entropy of "a
-provision holding this span" against every provision of the collection, plus an L2 penalty: a
-listwise objective, so the score only has to put the right provisions above the others of the same
-question, and a question with two spans in two provisions pushes both up.
+an evidence span when its text contains the span, a sentence when it shares 40 characters with it
+(both folded as the scorer folds text). The weights minimise, summed over the questions and their
+evidence spans, the softmax cross-entropy of "an item holding this span" against all items of the
+question (every provision of the collection; every sentence the answer could quote), plus an L2
+penalty: a listwise objective, so a score only has to put the right items above the others of the
+same question, and a question with two spans pushes both up. The sentence model is fitted on the
+provisions the freshly fitted provision model retrieves, so it learns the situation it will meet.
 
 Only `id`, `question`, `conversation_history`, `collection` and `evidence` of a row are read;
 unanswerable rows (no evidence) are skipped.
@@ -20,13 +23,14 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from core.eval.user_style import fold
-from core.ranking import FEATURES, RankerWeights
-from core.types import Chunk, Turn
+from core.eval.user_style import fold, overlaps
+from core.linear import LinearModel
+from core.types import Turn
 
 DEFAULT_L2 = 1e-3
 
-FeatureFn = Callable[[str, Sequence[Turn], str], tuple[np.ndarray, list[Chunk]]]
+# (question, history, collection) -> (feature rows, the text of the item each row describes)
+FeatureFn = Callable[[str, Sequence[Turn], str], tuple[np.ndarray, list[str]]]
 
 
 @dataclass(frozen=True)
@@ -64,15 +68,19 @@ def read_training_questions(paths: Iterable[Path]) -> list[TrainingQuestion]:
     return out
 
 
-def build_training_set(questions: Sequence[TrainingQuestion], features: FeatureFn, progress=None) -> TrainingSet:  # noqa: ANN001
+def build_training_set(
+    questions: Sequence[TrainingQuestion],
+    features: FeatureFn,
+    relevant: Callable[[str, str], bool],
+    progress: Callable[[], None] | None = None,
+) -> TrainingSet:
+    """One example per question: its feature rows and, per evidence span, the rows `relevant` to it
+    (relevant(folded item text, folded span)). A question none of whose items is relevant is skipped."""
     data = TrainingSet()
-    folded: dict[str, list[str]] = {}
     for q in questions:
-        x, chunks = features(q.question, q.history, q.collection)
-        if q.collection not in folded:
-            folded[q.collection] = [fold(c.text) for c in chunks]
-        texts = folded[q.collection]
-        groups = [np.flatnonzero([fold(e) in t for t in texts]) for e in q.evidence]
+        x, texts = features(q.question, q.history, q.collection)
+        folded = [fold(t) for t in texts]
+        groups = [np.flatnonzero([relevant(t, fold(e)) for t in folded]) for e in q.evidence]
         groups = [g for g in groups if len(g)]
         if not groups:
             data.skipped.append(q.id)
@@ -81,6 +89,16 @@ def build_training_set(questions: Sequence[TrainingQuestion], features: FeatureF
         if progress is not None:
             progress()
     return data
+
+
+def holds_span(item: str, span: str) -> bool:
+    """A provision is relevant to an evidence span it contains."""
+    return span in item
+
+
+def shares_span(item: str, span: str) -> bool:
+    """A sentence is relevant to an evidence span it shares 40 characters with (or contains, or is in)."""
+    return overlaps(item, span)
 
 
 def listwise_loss(w: np.ndarray, examples: Sequence[tuple[np.ndarray, list[np.ndarray]]], l2: float) -> tuple[float, np.ndarray]:
@@ -111,15 +129,15 @@ def fit_weights(data: TrainingSet, l2: float = DEFAULT_L2) -> np.ndarray:
 
     if not data.examples:
         raise ValueError("no training question has evidence that a provision contains")
-    w0 = np.zeros(len(FEATURES), dtype=np.float64)
+    w0 = np.zeros(data.examples[0][0].shape[1], dtype=np.float64)
     examples = [(x.astype(np.float64), groups) for x, groups in data.examples]
     result = minimize(listwise_loss, w0, args=(examples, l2), jac=True, method="L-BFGS-B")
     return result.x
 
 
-def train(paths: Sequence[Path], features: FeatureFn, l2: float = DEFAULT_L2, progress=None) -> tuple[RankerWeights, TrainingSet]:  # noqa: ANN001
-    questions = read_training_questions(paths)
-    data = build_training_set(questions, features, progress)
-    w = fit_weights(data, l2)
-    note = f"{len(data.examples)} questions from {', '.join(Path(p).name for p in paths)}; l2 {l2:g}"
-    return RankerWeights(w.astype(np.float32), note), data
+def fit_model(
+    features: tuple[str, ...], questions: Sequence[TrainingQuestion], feature_fn: FeatureFn,
+    relevant: Callable[[str, str], bool], l2: float = DEFAULT_L2, progress: Callable[[], None] | None = None,
+) -> tuple[LinearModel, TrainingSet]:
+    data = build_training_set(questions, feature_fn, relevant, progress)
+    return LinearModel(features, fit_weights(data, l2).astype(np.float32)), data

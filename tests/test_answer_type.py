@@ -22,6 +22,8 @@ from tests.helpers import scored, toy_generator
         ("How often must the tool be audited?", (("duration",),), "tool"),
         ("For how many years does the vendor provide historical data?", (("duration",),), "vendor"),
         ("How long does it take?", (("duration",),), None),  # a pronoun names no subject
+        ("We stopped last month. How long must the summary stay up?", (("duration",),), "summari"),
+        ("Is there a fee, and if so how much is it?", (("money", "percentage"),), None),
     ],
 )
 def test_asked_value_kind_and_subject(question: str, kinds, subject):
@@ -39,6 +41,8 @@ def test_asked_value_kind_and_subject(question: str, kinds, subject):
         "What is the purpose of the notice?",
         "Does the law prohibit discrimination based on age?",  # mentions age, does not ask for one
         "What are the penalties?",
+        # asks whether to disclose the period, not for it
+        "Do we need to put anything on our careers page about what data we collect and how long we keep it?",
     ],
 )
 def test_questions_that_ask_for_a_rule_ask_for_no_value(question: str):

@@ -208,3 +208,22 @@ def test_value_questions_get_the_value_or_a_refusal(built, tmp_path: Path):
             assert any(e in record["answer"] for e in expected), (q["question"], record["answer"])
         elif not q.get("known_miss"):
             assert record["refused"] and record["citations"] == [], (q["question"], record["answer"])
+
+
+def test_ranker_train_show_and_answer_with_the_weights(built, tmp_path: Path):
+    """`hypa ranker train` on a few of our own questions writes both models; `ask` uses them."""
+    rows = (ROOT / "tests" / "data" / "user_questions" / "ll144_train.jsonl").read_text().splitlines()[:6]
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("\n".join(rows) + "\n")
+    weights = tmp_path / "weights.json"
+    trained = CliRunner().invoke(app, ["ranker", "train", str(questions), "--out", str(weights)], env=built)
+    assert trained.exit_code == 0, trained.output
+    assert set(json.loads(weights.read_text())["models"]) == {"provisions", "sentences"}
+    shown = CliRunner().invoke(app, ["ranker", "show", str(weights)], env=built)
+    assert shown.exit_code == 0 and "segment_terms" in shown.output and "opens_provision" in shown.output
+    env = {**built, "HYPA_RANKER_WEIGHTS": str(weights)}
+    asked = CliRunner().invoke(app, ["ask", "What is the fine for a first violation?", "--json"], env=env)
+    assert asked.exit_code == 0, asked.output
+    weights.write_text('{"models": {"provisions": {"weights": {"chunk": 1}}}}')
+    broken = CliRunner().invoke(app, ["ask", "What is the fine?"], env=env)
+    assert broken.exit_code == 2 and "retrain with `hypa ranker train`" in broken.output

@@ -434,3 +434,17 @@ def test_top_k_is_best_first_with_ties_by_row():
     assert embedded._top_k_desc(scores, 3).tolist() == [1, 2, 3]
     assert embedded._top_k_desc(scores, 10).tolist() == [1, 2, 3, 0, 4]
     assert embedded._top_k_desc(scores, 2, np.array([0, 2, 3])).tolist() == [2, 3]
+
+
+def test_roles_are_stored_and_old_rows_without_one_still_load(tmp_path):
+    from dataclasses import replace
+
+    from storage.embedder import HashingEmbedder
+
+    index = EmbeddedIndex(tmp_path, embedder=HashingEmbedder())
+    chunk = replace(LAW[0], role="definition")
+    index.replace_document(COLL, "law", "h", [chunk])
+    assert reopen(index).chunks(COLL)[0].role == "definition"
+    # a chunk row written before roles existed has no "role" key
+    row = {k: v for k, v in chunk.to_dict().items() if k != "role"}
+    assert Chunk.from_dict(row).role == ""

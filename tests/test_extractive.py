@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+import pytest
+
 from tests.helpers import scored, toy_generator
 
 
@@ -54,3 +57,50 @@ def test_question_the_provisions_do_not_address_is_refused_without_citations():
 def test_no_contexts_means_refusal():
     answer = toy_generator().generate("What is a widget audit?", [])
     assert answer.refused and answer.citations == []
+
+
+# --- frames, headings, the sentence model ---------------------------------------------------------
+from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator, provision_name  # noqa: E402
+from core.linear import LinearModel  # noqa: E402
+from core.termstats import TermStats  # noqa: E402
+from core.types import ScoredChunk  # noqa: E402
+from tests.helpers import make_chunk  # noqa: E402
+
+
+def test_the_answer_names_the_provision_and_never_quotes_its_heading_lines():
+    chunk = make_chunk(
+        "Toy Act Art. 4",
+        "Article 4\nWidget literacy\nSellers shall ensure that their staff understand widgets well enough.",
+        heading="Widget literacy",
+    )
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts([chunk.text]))
+    answer = generator.generate("Must sellers train their staff on widgets?", [ScoredChunk(chunk, 1.0)])
+    assert answer.text.startswith("Under Toy Act Art. 4 (Widget literacy): “Sellers shall ensure")
+    assert [c.quote for c in answer.citations] == ["Sellers shall ensure that their staff understand widgets well enough."]
+
+
+@pytest.mark.parametrize(
+    ("label", "quote", "name"),
+    [
+        ("EU AI Act Annex III(4)", "(a) AI systems intended to be used for recruitment", "EU AI Act Annex III(4)(a)"),
+        ("EU AI Act Art. 9(1)–(2)", "2. The risk management system shall be", "EU AI Act Art. 9(2)"),
+        ("EU AI Act Art. 5(1)(f)", "(f) the placing on the market", "EU AI Act Art. 5(1)(f)"),
+        ("6 RCNY § 5-303(c)", "An employer must keep the summary posted", "6 RCNY § 5-303(c)"),
+    ],
+)
+def test_provision_name_narrows_to_the_quoted_item(label, quote, name):
+    assert provision_name(make_chunk(label, quote), quote) == name
+    assert provision_name(make_chunk(label, quote, heading="Penalties."), quote) == f"{name} (Penalties)"
+
+
+def test_a_value_question_leads_with_the_sentence_that_states_the_value_whatever_the_model_says():
+    # a sentence model that prefers anything but the value
+    contrary = LinearModel.of(SENTENCE_FEATURES, {"states_value": -10.0})
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts(ch.text for ch in [sc.chunk for sc in scored()]), model=contrary)
+    answer = generator.generate("How much is the civil penalty for a first violation?", scored())
+    assert "$500" in answer.citations[0].quote
+
+
+def test_a_model_for_other_features_is_refused():
+    with pytest.raises(ValueError, match="SENTENCE_FEATURES"):
+        ExtractiveGenerator(lambda c: None, model=LinearModel(("x",), np.zeros(1, dtype=np.float32)))

@@ -6,6 +6,8 @@ replies map back to Chunks. Ranking parity with a real server: tests/test_weavia
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -261,6 +263,8 @@ def test_build_hybrid_kwargs_always_explicit():
 def test_properties_round_trip():
     chunk = TOY_CHUNKS[1]
     assert properties_to_chunk(chunk_to_properties(chunk, "h", 0)) == chunk
+    with_role = replace(chunk, role="definition")  # roles are stored with the chunk (core/roles.py)
+    assert properties_to_chunk(chunk_to_properties(with_role, "h", 0)).role == "definition"
     sparse = {"chunk_id": "c", "collection": "x", "doc_id": "d"}  # Weaviate omits unset properties
     assert properties_to_chunk(sparse) == Chunk("c", "x", "d", "", "", "", "", 0, 0, 0, 0)
 

@@ -1,0 +1,107 @@
+"""Reading a user's question before search: spelling and abbreviations from the collection's own text
+(core/lexicon.py), focus pieces (core/query.py), and its language (core/language.py)."""
+from __future__ import annotations
+
+import pytest
+
+from core.language import LanguageDetector
+from core.lexicon import Lexicon, one_edit
+from core.query import QueryPlan, focus_pieces
+from tests.helpers import toy_pipeline
+
+TEXTS = [
+    "An employer may not use an automated employment decision tools (“AEDT”) unless a bias audit was done.",
+    "The bias audit must be done by an independent auditor. Audit results must be published.",
+    "A provider of a general-purpose AI model shall keep documentation. The general-purpose AI model is "
+    "placed on the market. Obligations for general-purpose AI providers apply.",
+    "The quality management system shall be documented.",
+]
+
+
+@pytest.fixture(scope="module")
+def lexicon() -> Lexicon:
+    return Lexicon.from_texts(TEXTS)
+
+
+def test_misspelt_words_are_read_as_the_collections_words(lexicon):
+    read = lexicon.normalise("how oftn must a bias audti be done by an indepedent auditor?")
+    assert ("audti", "audit") in read.corrections and ("indepedent", "independent") in read.corrections
+    assert ("oftn", "often") in read.corrections  # an English word the law does not use
+    assert "bias audit be done by an independent auditor" in read.text
+
+
+def test_known_words_abbreviations_and_short_words_are_left_alone(lexicon):
+    read = lexicon.normalise("Do SMEs and HR need a DPO for the ATS? hve we?")
+    assert read.corrections == ()  # "SMEs" is no misspelling, "hve" too short to guess
+    assert lexicon.normalise("What must the employer publish?").changed is False
+
+
+def test_abbreviations_are_expanded_from_the_text(lexicon):
+    defined = lexicon.normalise("Do AEDTs need an audit?")
+    assert defined.expansions == (("AEDTs", "automated employment decision tools"),)
+    assert defined.text == "Do AEDTs (automated employment decision tools) need an audit?"
+    # the answer is judged against the question without the long form (it would match everything)
+    assert defined.corrected == "Do AEDTs need an audit?"
+    initials = lexicon.normalise("What must a GPAI provider keep?")
+    assert initials.expansions == (("GPAI", "general-purpose AI"),)
+    already = lexicon.normalise("What must a GPAI (general-purpose AI) provider keep?")
+    assert already.expansions == ()  # the question already says it
+
+
+def test_a_phrase_seen_once_is_no_abbreviation(lexicon):
+    # "quality management system" occurs once: too little to read QMS as it
+    assert lexicon.normalise("Do we need a QMS?").expansions == ()
+
+
+def test_one_edit_covers_the_four_kinds_of_typo():
+    edits = one_edit("audit")
+    assert {"audi", "uadit", "audot", "audits"} <= edits
+
+
+@pytest.mark.parametrize(
+    ("question", "pieces"),
+    [
+        ("Is an AI tool that screens and ranks CVs considered high-risk under the AI Act?",
+         ["an AI tool that screens and ranks CVs", "Is an AI tool that screens and ranks CVs considered high-risk"]),
+        ("Do we legally have to train our staff on AI under the AI Act, even though we only use AI tools?",
+         ["Do we legally have to train our staff on AI", "even though we only use AI tools"]),
+        ("Is it banned to use dark patterns that push users into buying stuff?",
+         ["use dark patterns that push users into buying stuff"]),
+        ("What are the penalties?", []),
+    ],
+)
+def test_focus_pieces(question, pieces):
+    assert focus_pieces(question) == pieces
+
+
+def test_a_plan_keeps_corrections_out_of_nothing():
+    plan = QueryPlan(text="What is an AEDT?")
+    assert plan.question == plan.text and plan.pieces == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("¿Necesito una auditoría de sesgo antes de usar esta herramienta?", "es"),
+        ("Muss ich meine Bewerber informieren, dass KI eingesetzt wird?", "de"),
+        ("Est-ce que je dois informer les candidats?", "fr"),
+        ("Quali sono le sanzioni previste dal regolamento?", "it"),
+        ("how oftn must a bias audti be done", "en"),
+        ("Art. 99 fines?", "en"),  # too short to judge: English
+        ("AEDT notice requirements NYC employers", "en"),
+        ("We're a Dutch bank. Do we need a FRIA?", "en"),
+    ],
+)
+def test_language(text, code):
+    assert LanguageDetector().detect(text).code == code
+
+
+def test_an_offline_answer_to_a_question_in_another_language_asks_for_english(tmp_path):
+    pipeline = toy_pipeline(tmp_path)
+    pipeline.language = LanguageDetector()
+    result = pipeline.answer("¿Cuánto tiempo antes debo notificar a los compradores?")
+    assert result.answer.refused and result.contexts == [] and result.queries == []
+    assert "English" in result.answer.text and "Spanish" in result.answer.text
+    assert result.answer.note == "language: es"
+    # English questions are answered as before
+    assert not pipeline.answer("How many business days before selling must a seller notify buyers?").answer.refused

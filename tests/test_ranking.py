@@ -1,0 +1,175 @@
+"""The learned provision ranking: segment signals (core/segments.py), features (core/ranking.py), the
+weights file (core/linear.py) and the listwise training (core/ranking_train.py)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from core.linear import LinearModel, ModelWeightsError, load_model, save_models
+from core.query import QueryPlan
+from core.ranking import FEATURES, FeatureBuilder, ProvisionRanker, defined_terms, named_provisions
+from core.ranking_train import fit_weights, listwise_loss, read_training_questions, TrainingSet
+from core.segments import SegmentIndex, unit_texts
+from storage.embedder import HashingEmbedder
+from tests.helpers import make_chunk
+
+CHUNKS = [
+    make_chunk("Toy Act Art. 1", "Definitions. “Widget” means a small device. “Seller” means a person who sells widgets.",
+               heading="Definitions"),
+    make_chunk("Toy Act Art. 2(1)", "Sellers shall notify buyers ten business days before a sale. Notice may be given by mail.",
+               heading="Notice to buyers"),
+    make_chunk("Toy Act Art. 3", "Fines for sellers are up to EUR 500 for a first breach.", heading="Penalties"),
+    make_chunk("Toy Act Recital 4", "Buyers should be told in good time before a sale of widgets by sellers.", heading=""),
+]
+
+
+class Vectors:
+    """TextVectors over the hashing embedder (model-free, deterministic)."""
+
+    def __init__(self) -> None:
+        self.embedder = HashingEmbedder(dim=256)
+        self.asked: list[str] = []
+
+    def get(self, texts):
+        self.asked += list(texts)
+        return self.embedder.embed_passages(list(texts))
+
+
+class BM25:
+    def __init__(self, ids):
+        self.ids = ids
+
+    def ranked_ids(self, query, collection, limit):
+        return self.ids[:limit]
+
+
+def _builder():
+    vectors = Vectors()
+    return FeatureBuilder(SegmentIndex(CHUNKS, vectors)), vectors
+
+
+def test_segment_signals_take_the_best_sentence_and_the_heading():
+    segments = SegmentIndex(CHUNKS, Vectors())
+    q = HashingEmbedder(dim=256).embed_queries(["notice may be given by mail"])[0]
+    s = segments.signals(q)
+    assert int(np.argmax(s.segment)) == 1  # Art. 2's second sentence is the question's words
+    assert s.segment[1] > s.chunk[1]  # the sentence is closer than the whole provision
+    assert s.heading[3] == 0.0  # no heading
+    pieces = HashingEmbedder(dim=256).embed_queries(["fines for sellers", "a small device"])
+    with_pieces = segments.signals(q, pieces)
+    assert with_pieces.piece_segment[2] > s.segment[2] and with_pieces.piece_segment[0] > s.segment[0]
+
+
+def test_unit_texts_are_what_the_segment_index_embeds():
+    vectors = Vectors()
+    SegmentIndex(CHUNKS, vectors)
+    assert set(vectors.asked) == set(unit_texts(CHUNKS))
+
+
+def test_features_by_name():
+    builder, _ = _builder()
+    embed = HashingEmbedder(dim=256).embed_queries
+    plan = QueryPlan(text="How much is the fine for a seller under Article 3? What does widget mean?")
+    x = builder.build(plan, embed([plan.text])[0], None, ["Toy Act Art. 3".replace(" ", "")])
+    col = {name: i for i, name in enumerate(FEATURES)}
+    assert x.shape == (4, len(FEATURES))
+    assert list(x[:, col["recital"]]) == [0, 0, 0, 1] and list(x[:, col["definition"]]) == [1, 0, 0, 0]
+    assert x[2, col["states_value"]] == 1 and x[1, col["states_value"]] == 0  # EUR 500 is how much
+    assert x[0, col["defines_asked_term"]] == 1  # "widget" is defined there
+    assert x[2, col["named"]] == 1 and x[1, col["named"]] == 0  # "Article 3"
+    assert x[2, col["terms"]] > x[1, col["terms"]]
+    assert x[:, col["bm25"]].max() == 0  # the BM25 id given matches no chunk id
+
+
+def test_bm25_rank_features_and_the_ranker_order():
+    builder, _ = _builder()
+    embed = HashingEmbedder(dim=256).embed_queries
+    plan = QueryPlan(text="notify buyers")
+    ids = [CHUNKS[3].id, CHUNKS[1].id]
+    x = builder.build(plan, embed([plan.text])[0], None, ids)
+    col = {name: i for i, name in enumerate(FEATURES)}
+    assert x[3, col["bm25"]] == 1.0 and x[1, col["bm25"]] == 0.5 and x[0, col["bm25"]] == 0.0
+    only_bm25 = LinearModel.of(FEATURES, {"bm25": 1.0})
+    ranked = ProvisionRanker(only_bm25, BM25(ids)).rank(plan, "toy", builder, embed([plan.text])[0], None, limit=2)
+    assert [sc.chunk.label for sc in ranked] == ["Toy Act Recital 4", "Toy Act Art. 2(1)"]
+    demote_recitals = LinearModel.of(FEATURES, {"bm25": 1.0, "recital": -5.0})
+    ranked = ProvisionRanker(demote_recitals, BM25(ids)).rank(plan, "toy", builder, embed([plan.text])[0], None, limit=1)
+    assert ranked[0].chunk.label == "Toy Act Art. 2(1)"
+
+
+def test_named_provisions_and_defined_terms():
+    assert named_provisions("see Article 50, Art. 99(3), § 5-303, Annex III and Example 3") == {
+        ("art", "50"), ("art", "99"), ("section", "5-303"), ("annex", "III"), ("example", "3")
+    }
+    assert defined_terms(CHUNKS[0]) == {"widget", "seller"}
+    assert defined_terms(make_chunk("6 RCNY § 5-300", "x", heading="Definitions — Impact Ratio; Selection Rate")) == {
+        "impact ratio", "select rate"
+    }
+
+
+# ---------------------------------------------------------------------------------------------- weights
+def test_weights_file_round_trip_and_clear_errors(tmp_path):
+    path = tmp_path / "w.json"
+    model = LinearModel.of(FEATURES, {"chunk": 2.0, "recital": -1.0})
+    save_models(path, {"provisions": model}, "note")
+    loaded = load_model(path, "provisions", FEATURES)
+    assert loaded.as_dict() == model.as_dict()
+    with pytest.raises(ModelWeightsError, match="not found"):
+        load_model(tmp_path / "none.json", "provisions", FEATURES)
+    with pytest.raises(ModelWeightsError, match="no model 'sentences'"):
+        load_model(path, "sentences", FEATURES)
+    with pytest.raises(ModelWeightsError, match="missing \\['extra'\\]"):
+        load_model(path, "provisions", (*FEATURES, "extra"))
+    data = json.loads(path.read_text())
+    data["models"]["provisions"]["weights"]["chunk"] = "NaN"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ModelWeightsError, match="finite"):
+        load_model(path, "provisions", FEATURES)
+    path.write_text("{not json")
+    with pytest.raises(ModelWeightsError, match="unreadable"):
+        load_model(path, "provisions", FEATURES)
+
+
+def test_the_shipped_weights_load():
+    from core.extractive import SENTENCE_FEATURES
+    from core.linear import DEFAULT_WEIGHTS_FILE
+
+    assert load_model(DEFAULT_WEIGHTS_FILE, "provisions", FEATURES).weights.shape == (len(FEATURES),)
+    assert load_model(DEFAULT_WEIGHTS_FILE, "sentences", SENTENCE_FEATURES).weights.shape == (len(SENTENCE_FEATURES),)
+
+
+# --------------------------------------------------------------------------------------------- training
+def test_listwise_gradient_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    examples = [(rng.normal(size=(6, 3)), [np.array([1]), np.array([2, 4])]), (rng.normal(size=(5, 3)), [np.array([0])])]
+    w = rng.normal(size=3)
+    loss, grad = listwise_loss(w, examples, l2=0.1)
+    eps = 1e-6
+    numeric = [(listwise_loss(w + eps * e, examples, 0.1)[0] - listwise_loss(w - eps * e, examples, 0.1)[0]) / (2 * eps)
+               for e in np.eye(3)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-6)
+
+
+def test_fitting_learns_the_feature_that_marks_the_relevant_item():
+    rng = np.random.default_rng(1)
+    data = TrainingSet()
+    for _ in range(40):
+        x = rng.normal(size=(20, 3))
+        best = int(np.argmax(x[:, 1]))  # feature 1 decides; 0 and 2 are noise
+        data.examples.append((x, [np.array([best])]))
+    w = fit_weights(data, l2=1e-3)
+    assert w[1] > 3 * max(abs(w[0]), abs(w[2]))
+
+
+def test_training_questions_read_only_answerable_rows_with_evidence(tmp_path):
+    path = tmp_path / "q.jsonl"
+    rows = [
+        {"id": "a", "collection": "c", "question": "q1", "answerable": True, "evidence": ["span one"],
+         "conversation_history": [{"role": "user", "content": "first"}, {"role": "assistant", "content": "yes"}]},
+        {"id": "b", "collection": "c", "question": "q2", "answerable": False, "evidence": []},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    questions = read_training_questions([path])
+    assert [q.id for q in questions] == ["a"] and questions[0].history[0].content == "first"
