@@ -34,6 +34,12 @@ _STATES = {
     "percentage": re.compile(r"\d(?:\.\d+)?\s?%|\bper ?cent\b|\bpercentage\b", re.I),
     "count": re.compile(_NUMBER, re.I),
     "age": re.compile(r"\bage[sd]?\b|\byears? old\b|\byears of age\b", re.I),
+    "date": re.compile(
+        r"\b\d{1,2}\s+(?:January|February|March|April|May|June|July|August|September|October|November|December)\s+\d{4}\b"
+        r"|\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\s+\d{1,2},\s+\d{4}\b"
+        r"|\bfrom the date of (?:entry into force|its entry)|\bon the \w+ day following\b",
+        re.I,
+    ),
     "statistic": re.compile(r"\b(?:average|mean|median)\b", re.I),
     "opinion": re.compile(
         r"\b(?:sentiment|opinions?|attitudes?|in favou?r|supported|supportive|opposed|opposition|"
@@ -60,8 +66,16 @@ class AskedValue:
     # many years does *the vendor* provide ..."): a value from a provision that never mentions
     # the subject is someone else's (the employer's 3 years of data, not the vendor's).
     subject: str | None = None
+    # False: a provision stating such a value should lead the answer, but one that states none may
+    # still answer ("When do the rules apply?" -> "from the date of ...", "before use").
+    required: bool = True
 
 
+# "is there a (legal / specific ...) X", "are there any X", "does the Act set a X"
+_IS_THERE = (
+    r"\b(?:is there|are there|does (?:the|this|it)\b[\w\s]{0,20}?\b(?:set|prescribe|specify|fix|impose|state))"
+    r"\s+(?:(?:a|an|any|some|one)\s+)?(?:[\w./-]+\s+){0,3}?"
+)
 _WHAT_IS_THE = r"\bwhat (?:is|was|are|were|'s) the (?:(?:general|overall|public|typical|usual)\s+)?"
 _ASKS = [
     # (pattern, kind groups); the first match wins.
@@ -77,6 +91,19 @@ _ASKS = [
     (re.compile(_WHAT_IS_THE + r"(?:average|mean|median)\b", re.I), (("statistic",),)),
     (re.compile(_WHAT_IS_THE + r"ages?\b", re.I), (("age",),)),
     (re.compile(_WHAT_IS_THE + r"(?:sentiment|opinion|attitude|reaction|tone|mood)\b", re.I), (("opinion",),)),
+    # "When do the rules on X apply / start / take effect?" asks for a date (or a period from one).
+    (re.compile(
+        r"\b(?P<ask>when|from when|by when|as of when|what date)\b(?:\s+[\w'-]+){0,12}?\s+"
+        r"(?P<verb>apply|applies|applied|start|starts|begin|begins|take effect|takes effect|kick in|kicks in|"
+        r"come into (?:force|effect)|enter into force|enters into force|in force|effective|go live)\b",
+        re.I,
+    ), (("date", "duration"),), False),
+    # "Is there a fee / a deadline / a cap ...?" asks whether the law sets a value: it does only if a
+    # clause states one about the thing asked.
+    (re.compile(_IS_THERE + r"(?:fee|fees|cost|costs|price|charge|charges|fine amount)\b", re.I), (("money",),)),
+    (re.compile(_IS_THERE + r"(?:deadline|time limit|time frame|timeframe|period|cycle|frequency)\b", re.I), (("duration",),)),
+    (re.compile(_IS_THERE + r"(?:cap|ceiling|limit|threshold|cut-?off|minimum|maximum|quota|ratio|percentage)\b", re.I),
+     (("count", "percentage", "money", "duration"),)),
 ]
 _HOW_MANY = re.compile(r"\bhow many (\w+(?: \w+){0,2})", re.I)
 
@@ -119,10 +146,12 @@ def asked_value(question: str) -> AskedValue | None:
                 return AskedValue((("duration",),), frozenset(asking), subject)
         # The counted thing ("employees") is what the question is about: it stays a key term.
         return AskedValue((("count",),), frozenset(content_terms("how many")), subject)
-    for pattern, kinds in _ASKS:
+    for pattern, kinds, *optional in _ASKS:
         for m in pattern.finditer(question):
             if _opens_clause(question, m.start()):
-                return AskedValue(kinds, frozenset(content_terms(m.group(0))), subject)
+                # The words that ask, not the subject between them ("when do *the GPAI rules* apply").
+                asking = " ".join(m.group(g) for g in ("ask", "verb")) if "ask" in pattern.groupindex else m.group(0)
+                return AskedValue(kinds, frozenset(content_terms(asking)), subject, required=not optional or optional[0])
     return None
 
 
@@ -143,6 +172,7 @@ _KIND_NAMES = {
     "age": "age",
     "statistic": "average",
     "opinion": "opinion or sentiment",
+    "date": "date",
 }
 
 

@@ -185,7 +185,7 @@ class ExtractiveGenerator:
         stating: dict[_Sentence, float] = {}
         if asked is not None:
             stating = self._stating_asked_value(sentences, chunks, asked, weights)
-            if not stating:
+            if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
         if cosines is not None:
             if float(cosines.max()) < self.config.min_similarity:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Literal
 
-from core.ingest.chunker import chunk_document
+from core.ingest.chunker import CHUNKING_VERSION, chunk_document
 from core.ingest.loaders import DocumentError, load_document
 from core.types import Chunk
 from storage.index import ChunkIndex, IndexUnavailable, IndexWriteError
@@ -45,6 +45,12 @@ def expand_paths(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+def stored_hash(content_hash: str) -> str:
+    """What the index keeps as a document's version: the file's sha256 and the chunking version, so
+    an unchanged file is re-chunked once when the chunker changes, and never otherwise."""
+    return f"{content_hash}:c{CHUNKING_VERSION}"
+
+
 def ingest_file(
     path: Path,
     *,
@@ -59,8 +65,9 @@ def ingest_file(
     doc_id = doc_id_for(path)
     try:
         doc = load_document(path)
+        stored_as = stored_hash(doc.content_hash)
         previous = index.document_hash(collection, doc_id)
-        if previous == doc.content_hash:
+        if previous == stored_as:
             if after_replace is not None:  # idempotent: fills in what an older version may lack
                 after_replace([c for c in index.chunks(collection) if c.doc_id == doc_id])
             return IngestOutcome(path, doc_id, "unchanged")
@@ -74,7 +81,7 @@ def ingest_file(
         )
         if not chunks:
             raise DocumentError(f"{path.name}: no text could be chunked")
-        index.replace_document(collection, doc_id, doc.content_hash, chunks)
+        index.replace_document(collection, doc_id, stored_as, chunks)
         if after_replace is not None:
             after_replace(chunks)
     except DocumentError as exc:

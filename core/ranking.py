@@ -40,6 +40,7 @@ FEATURES: tuple[str, ...] = (
     "piece_chunk",  # the best cosine of a focus piece to the provision
     "piece_segment",  # ... to the provision's best sentence
     "heading",  # cosine(question, the provision's heading)
+    "piece_heading",  # the best cosine of a focus piece to the provision's heading
     "bm25",  # 1 / (1 + BM25 rank), 0 when BM25 does not return it
     "bm25_sqrt",  # sqrt of that: BM25's top few matter, its tail still counts
     "length",  # log(1 + words) / 6
@@ -146,6 +147,7 @@ class FeatureBuilder:
         x[:, col["piece_chunk"]] = s.piece_chunk
         x[:, col["piece_segment"]] = s.piece_segment
         x[:, col["heading"]] = s.heading
+        x[:, col["piece_heading"]] = s.piece_heading
         for rank, chunk_id in enumerate(bm25_ids):
             row = self.segments.row_of.get(chunk_id)
             if row is not None:

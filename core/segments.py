@@ -59,6 +59,7 @@ class Signals:
     segment: np.ndarray
     piece_chunk: np.ndarray
     piece_segment: np.ndarray
+    piece_heading: np.ndarray
 
 
 class SegmentIndex:
@@ -89,17 +90,18 @@ class SegmentIndex:
         n = len(self.chunks)
         if n == 0:
             empty = np.zeros(0, dtype=np.float32)
-            return Signals(empty, empty, empty, empty, empty)
+            return Signals(empty, empty, empty, empty, empty, empty)
         q = np.asarray(query_vector, dtype=np.float32)
         chunk = self.chunk_vectors @ q
         heading = self._headings(q[:, None])[:, 0]
         segment = self._best_segments(q[:, None])[:, 0]
         if piece_vectors is None or len(piece_vectors) == 0:
-            return Signals(chunk, heading, segment, chunk, segment)
+            return Signals(chunk, heading, segment, chunk, segment, heading)
         p = np.asarray(piece_vectors, dtype=np.float32).T  # dim x pieces
         piece_chunk = (self.chunk_vectors @ p).max(axis=1)
         piece_segment = self._best_segments(p).max(axis=1)
-        return Signals(chunk, heading, segment, piece_chunk, piece_segment)
+        piece_heading = self._headings(p).max(axis=1)
+        return Signals(chunk, heading, segment, piece_chunk, piece_segment, piece_heading)
 
     def best_segment_cosines(self, query_vector: np.ndarray) -> np.ndarray:
         return self._best_segments(np.asarray(query_vector, dtype=np.float32)[:, None])[:, 0]

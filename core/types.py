@@ -26,13 +26,17 @@ class Chunk:
     # What the unit is (core/roles.py): operative, definition, example, recital, commentary, front.
     # Set at ingest; empty for chunks stored before roles existed (core.roles.role_of fills it in).
     role: str = ""
+    # Titles of the chapters, articles and sections the text cites (core/ingest/references.py):
+    # searched with the chunk, never quoted.
+    references: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def search_view(self) -> str:
-        """The text that is indexed by BM25 and embedded: citation label, heading, body."""
-        return "\n".join(part for part in (self.label, self.heading, self.text) if part)
+        """The text that is indexed by BM25 and embedded: citation label, heading, body, and the
+        titles of what the body cites."""
+        return "\n".join(part for part in (self.label, self.heading, self.text, self.references) if part)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Chunk":

@@ -52,7 +52,7 @@ BATCH_SIZE = 200  # objects per gRPC BatchObjects call (~1.5 KB vector + ~2 KB t
 PAGE_LIMIT = 10_000  # Weaviate's QUERY_MAXIMUM_RESULTS default: the most one query may return
 _INT_PROPERTIES = ("page_start", "page_end", "char_start", "char_end", "position")
 _EXACT_PROPERTIES = ("collection", "doc_id", "chunk_id", "content_hash")
-_STORED_TEXT = ("doc_title", "label", "heading", "text", "role")
+_STORED_TEXT = ("doc_title", "label", "heading", "text", "role", "references")
 CHUNK_PROPERTIES = (*_EXACT_PROPERTIES, *_STORED_TEXT, *_INT_PROPERTIES)
 _TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # Weaviate's tenant name rule
 _FUSION_TYPES = {"rankedFusion": "RANKED", "relativeScoreFusion": "RELATIVE_SCORE"}
@@ -169,6 +169,7 @@ def chunk_to_properties(chunk: Chunk, content_hash: str, position: int) -> dict[
         "char_start": chunk.char_start,
         "char_end": chunk.char_end,
         "role": chunk.role,
+        "references": chunk.references,
         "position": position,
         SEARCH_FIELD: embedded_view(chunk),
     }
@@ -189,6 +190,7 @@ def properties_to_chunk(props: Mapping[str, Any]) -> Chunk:
         char_start=int(props.get("char_start") or 0),
         char_end=int(props.get("char_end") or 0),
         role=str(props.get("role") or ""),
+        references=str(props.get("references") or ""),
     )
 
 

@@ -118,3 +118,20 @@ def test_value_from_a_provision_that_never_names_the_subject_is_refused():
     assert not for_seller.refused and "ten business days" in for_seller.text
     for_reviewer = toy_generator().generate("How many days before selling must a reviewer notify each buyer?", scored())
     assert for_reviewer.refused
+
+
+def test_when_rules_apply_asks_for_a_date_and_keeps_its_subject():
+    asked = asked_value("When do the prohibited AI practices rules start to apply?")
+    assert asked is not None and asked.kinds == (("date", "duration"),)
+    assert asked.words == {"start"}  # "prohibited AI practices rules" is what it is about
+    assert asked_value("When must we notify candidates?") is None  # a rule, not a date
+    assert states_value("This local law takes effect on January 1, 2023.", asked)
+    assert states_value("shall apply from … [six months from the date of entry into force]", asked)
+    assert not states_value("Providers shall keep the logs.", asked)
+
+
+def test_is_there_a_value_asks_for_one():
+    assert asked_value("Is there a fee to register the system?").kinds == (("money",),)
+    assert asked_value("Is there a legal deadline for the notified body to decide?").kinds == (("duration",),)
+    assert asked_value("Is there a 0.8 / four-fifths cutoff?") is not None
+    assert asked_value("Is there any way to appeal?") is None

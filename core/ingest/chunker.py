@@ -23,10 +23,15 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from core.ingest.loaders import LoadedDocument
+from core.ingest.references import with_references
 from core.roles import chunk_role
 from core.types import Chunk
 
 TokenCounter = Callable[[str], int]
+
+# Bumped whenever the chunks cut from an unchanged file change (labels, roles, references): ingest
+# re-chunks a document whose stored version differs (core/ingestion.py).
+CHUNKING_VERSION = 2
 
 # Subdivisions smaller than this are glued to a neighbour: a 10-token "(e) the licence." says too
 # little on its own to be retrieved, and floods the index with near-empty chunks.
@@ -56,7 +61,8 @@ def chunk_document(
     profile = _profile(doc)
     units = _find_units(doc, profile, ctx)
     groups = [g for unit in units for g in _plan_unit(unit, ctx)]
-    return _make_chunks(doc, groups, ctx, collection=collection, doc_id=doc_id, title=profile.title)
+    chunks = _make_chunks(doc, groups, ctx, collection=collection, doc_id=doc_id, title=profile.title)
+    return with_references(chunks, doc.text)
 
 
 # --- shared plumbing ---------------------------------------------------------------------------
