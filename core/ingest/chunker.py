@@ -31,7 +31,7 @@ TokenCounter = Callable[[str], int]
 
 # Bumped whenever the chunks cut from an unchanged file change (labels, roles, references): ingest
 # re-chunks a document whose stored version differs (core/ingestion.py).
-CHUNKING_VERSION = 2
+CHUNKING_VERSION = 3
 
 # Subdivisions smaller than this are glued to a neighbour: a 10-token "(e) the licence." says too
 # little on its own to be retrieved, and floods the index with near-empty chunks.

@@ -27,7 +27,7 @@ _NUMERAL_LIST = r"{item}(?:\s*(?:,|and|or|to|–|-)\s*{item})*"
 _CHAPTER_REF = re.compile(r"\bChapters?\s+(" + _NUMERAL_LIST.format(item=r"[IVXLC]+\b") + ")")
 _ARTICLE_REF = re.compile(r"\bArticles?\s+(" + _NUMERAL_LIST.format(item=r"\d+[a-z]?\b") + ")")
 _SECTION_REF = re.compile(r"(?:\bsections?\s+|§+\s*)(\d+-\d+)", re.I)
-_ITEM = re.compile(r"\b(?:[IVXLC]+|\d+[a-z]?|\d+-\d+)\b")
+_ITEM = re.compile(r"\b(?:\d+-\d+|[IVXLC]+|\d+[a-z]?)\b")
 
 
 def chapter_titles(text: str) -> dict[str, str]:
