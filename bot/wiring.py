@@ -254,7 +254,7 @@ class Components:
         if self.overrides.get("no_rewrite"):
             return NoRewriter()
         if not self.settings.anthropic_api_key:
-            return OfflineRewriter()
+            return OfflineRewriter(embed=self.embedder.embed_queries)
         from core.llm.rewriter import rewriter_from_settings
 
         return rewriter_from_settings(self.settings)

@@ -18,6 +18,8 @@ employment section of its website"), so the share of question words found in the
 about whether they answer. The generator declines when
 * the question asks for a value (a period, an amount, a number, an average, a sentiment) and no
   retrieved clause states one about what was asked ("They state no period or deadline for it."), or
+* the question asks what a quoted term means and no retrieved provision uses that term ("the
+  definition of 'Candidate for Promotion'"), or
 * no sentence of the retrieved provisions is close in meaning to the question (cosine below
   `min_similarity`, set from questions written for this project, docs/RESULTS.md).
 """
@@ -178,8 +180,14 @@ class ExtractiveGenerator:
         stats = self._term_stats(chunks[0].collection)
         weights = {t: stats.idf(t) for t in set(content_terms(question)) - QUESTION_FRAMING}
         sentences = _sentences(chunks)
+        # Front matter (a bill's title block, a document's header) states no rule: never the answer
+        # while a provision can be quoted.
+        sentences = [s for s in sentences if role_of(chunks[s.rank]) != "front"] or sentences
         if not sentences:
             return _Candidates.declined("")
+        for term in defined_term_asked(question):
+            if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
+                return _Candidates.declined("They define no such term.")
         cosines = self._cosines(sentences, query_vector)
         asked = asked_value(question)
         stating: dict[_Sentence, float] = {}
@@ -342,6 +350,20 @@ class ExtractiveGenerator:
         if nearest:
             text += " The nearest provisions I found are " + "; ".join(nearest) + "."
         return Answer(text=text, refused=True, citations=[], model=self.model_name)
+
+
+# "What is the definition of 'X'?", "what does “X” mean", "what counts as 'X'", "meaning of 'X'".
+_DEFINE_QUOTED = re.compile(
+    r"(?:definition of|meaning of|what (?:is|are|counts as|qualifies as) (?:an? |the )?|what does|define|defines)\s*"
+    r"[‘“'\"](?P<term>[^‘’“”'\"]{3,80}?)[’”'\"]",
+    re.IGNORECASE,
+)
+
+
+def defined_term_asked(question: str) -> list[str]:
+    """The stemmed terms a question asks the definition of, when it puts them in quotes."""
+    found = (" ".join(content_terms(m.group("term"))) for m in _DEFINE_QUOTED.finditer(question))
+    return [term for term in found if term]
 
 
 def provision_name(chunk: Chunk, quote: str) -> str:

@@ -1,14 +1,29 @@
 """Deterministic follow-up handling: make a thread's follow-up searchable on its own.
 
 A follow-up such as "What are they?" or "And for employment agencies?" carries no searchable content;
-the thread's earlier user turns do. This module only decides *whether* a question leans on the thread
-and, if so, prepends the most recent user turn. The full query rewriter (LLM and offline) builds on it.
+the thread's earlier user turns do. This module decides *whether* a question leans on the thread and,
+if so, how to read it without an LLM:
+
+* "What about employment agencies?" after "Does an employer have to publish the results of the bias
+  audit?" asks the same question of someone else: the phrase of the earlier question closest in
+  meaning to "employment agencies" ("an employer") is replaced ("Does an employment agencies have to
+  publish the results of the bias audit?"). Closeness is the embedding model's; without one, or
+  when nothing in the earlier question is like the new phrase ("And the penalties?"), the follow-up
+  is searched together with the earlier question.
+* A question that names its own subject is not a follow-up, even in a thread and even when short
+  ("Who enforces the law?"), and neither is one that says it changes the subject ("Different
+  question - ...").
+
+The full query rewriter (LLM and offline) builds on it.
 """
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
+import numpy as np
+
+from core.text import QUESTION_FRAMING, STOPWORDS, content_terms, tokens
 from core.types import Turn
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
@@ -17,23 +32,91 @@ _ANAPHORA = {
     "it", "its", "they", "them", "their", "this", "that", "these", "those", "he", "she", "his", "her",
     "such", "same", "above", "former", "latter", "there", "one", "ones",
 }
-_CONTINUATIONS = ("and ", "what about", "how about", "also", "then ", "so ", "but ", "or ")
-# Questions this short are rarely self-contained ("What is the objective?").
+_CONTINUATIONS = (
+    "and ", "what about", "how about", "also", "then ", "so ", "but ", "or ", "even ", "what if", "ok ", "okay ",
+    "same ", "and?", "plus ",
+)
+_TOPIC_SWITCH = re.compile(
+    r"^(?:(?:a\s+)?(?:different|new|separate|unrelated|another|other)\s+(?:question|topic|thing|issue)\b"
+    r"|on a (?:different|separate) note\b|switching (?:topics?|gears)\b)",
+    re.IGNORECASE,
+)
+# Questions this short are rarely self-contained ("What is the objective?") unless they name two things.
 _SHORT_QUESTION_WORDS = 6
+_MIN_OWN_TERMS = 2
+# "what about X", "how about X", "and for X", "same for X", "and X?": X asked in place of something.
+_IN_PLACE_OF = re.compile(
+    r"^(?:(?:ok|okay|so|and|but)[,\s]+)*(?:what|how)\s+about\s+(?P<a>[^?.;:,—–]+)"
+    r"|^(?:(?:ok|okay|so)[,\s]+)*(?:and|same|the same|is it the same)\s+(?:for|with|in the case of|if it'?s)\s+(?P<b>[^?.;:,—–]+)",
+    re.IGNORECASE,
+)
+MIN_SUBSTITUTION_SIMILARITY = 0.6
+MAX_SPAN_WORDS = 5
+
+Embed = Callable[[list[str]], np.ndarray]
 
 
 def is_follow_up(question: str) -> bool:
-    words = [w.lower() for w in _WORD.findall(question)]
-    if not words:
+    q = question.strip()
+    words = [w.lower() for w in _WORD.findall(q)]
+    if not words or _TOPIC_SWITCH.match(q):
         return False
-    if question.strip().lower().startswith(_CONTINUATIONS):
+    if q.lower().startswith(_CONTINUATIONS):
         return True
-    return len(words) <= _SHORT_QUESTION_WORDS or any(w in _ANAPHORA for w in words)
+    if any(w in _ANAPHORA for w in words):
+        return True
+    own_terms = set(content_terms(q)) - QUESTION_FRAMING
+    return len(words) <= _SHORT_QUESTION_WORDS and len(own_terms) < _MIN_OWN_TERMS
 
 
-def standalone_query(question: str, history: Sequence[Turn]) -> str:
-    """The text to search for: the question itself, or the last user turn + the follow-up."""
+def standalone_query(question: str, history: Sequence[Turn], embed: Embed | None = None) -> str:
+    """The text to search for: the question itself, the earlier question asked of something else,
+    or the earlier question followed by the follow-up."""
     previous = [t.content.strip() for t in history if t.role == "user" and t.content.strip()]
     if not previous or not is_follow_up(question):
         return question
-    return f"{previous[-1]} {question}"
+    earlier = previous[-1]
+    if embed is not None:
+        substituted = _asked_in_place(question, earlier, embed)
+        if substituted is not None:
+            return substituted
+    return f"{earlier} {question}"
+
+
+def _asked_in_place(question: str, earlier: str, embed: Embed) -> str | None:
+    """The earlier question with its phrase most like the follow-up's "X" replaced by X (plus what
+    the follow-up says after X), or None when the follow-up is not of that form or nothing is alike."""
+    m = _IN_PLACE_OF.match(question.strip())
+    if m is None:
+        return None
+    new = (m.group("a") or m.group("b") or "").strip()
+    new_terms = set(content_terms(new))
+    if not new_terms:
+        return None
+    spans = _phrases(earlier)
+    if not spans:
+        return None
+    vectors = np.asarray(embed([new, *[earlier[a:b] for a, b in spans]]), dtype=np.float32)
+    similarity = vectors[1:] @ vectors[0]
+    best = int(np.argmax(similarity))
+    if float(similarity[best]) < MIN_SUBSTITUTION_SIMILARITY:
+        return None
+    a, b = spans[best]
+    if set(content_terms(earlier[a:b])) == new_terms:
+        return None  # the same thing: nothing to replace
+    rest = question.strip()[m.end() :].strip(" ,;:—–-?")
+    substituted = f"{earlier[:a]}{new}{earlier[b:]}"
+    return f"{substituted} {rest}" if rest else substituted
+
+
+def _phrases(text: str) -> list[tuple[int, int]]:
+    """Spans of 1 to MAX_SPAN_WORDS consecutive words that start and end on a content word."""
+    words = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(text)]
+    spans = []
+    for i, (a, _, first) in enumerate(words):
+        if first in STOPWORDS:
+            continue
+        for j in range(i, min(i + MAX_SPAN_WORDS, len(words))):
+            if words[j][2] not in STOPWORDS and tokens(words[j][2]):
+                spans.append((a, words[j][1]))
+    return spans

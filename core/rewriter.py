@@ -1,7 +1,8 @@
 """Query rewriting: a thread's follow-up becomes a standalone question; a complex question gets sub-queries.
 
-The offline rewriter is deterministic and costs well under a millisecond: it resolves follow-ups from
-earlier user turns (core/followup.py), splits multi-part questions at their joints ("... and what
+The offline rewriter is deterministic and costs well under a millisecond (a few when a follow-up is
+read in place with the embedding model): it resolves follow-ups from earlier user turns
+(core/followup.py), splits multi-part questions at their joints ("... and what
 are ..."), and adds a version stripped of the question's framing ("I'm reviewing a policy and came
 across ..."). The LLM rewriter (core/llm/rewriter.py) implements the same Protocol.
 """
@@ -11,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from core.followup import is_follow_up, standalone_query
+from core.followup import Embed, is_follow_up, standalone_query
 from core.text import QUESTION_FRAMING, STOPWORDS, stem, tokens
 from core.types import Turn
 
@@ -47,10 +48,14 @@ class NoRewriter:
 
 
 class OfflineRewriter:
-    """Implements QueryRewriter without any model."""
+    """Implements QueryRewriter without a language model. With `embed` (the embedding model), a
+    follow-up asking the earlier question of something else is read in place (core/followup.py)."""
+
+    def __init__(self, embed: Embed | None = None) -> None:
+        self.embed = embed
 
     def rewrite(self, question: str, history: Sequence[Turn], n_sub_queries: int) -> Rewrite:
-        standalone = standalone_query(question, history)
+        standalone = standalone_query(question, history, self.embed)
         return Rewrite(standalone=standalone, sub_queries=self.sub_queries(standalone, n_sub_queries))
 
     def sub_queries(self, question: str, n: int) -> list[str]:

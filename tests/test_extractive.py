@@ -104,3 +104,17 @@ def test_a_value_question_leads_with_the_sentence_that_states_the_value_whatever
 def test_a_model_for_other_features_is_refused():
     with pytest.raises(ValueError, match="SENTENCE_FEATURES"):
         ExtractiveGenerator(lambda c: None, model=LinearModel(("x",), np.zeros(1, dtype=np.float32)))
+
+
+def test_the_definition_of_a_term_no_provision_uses_is_declined():
+    answer = toy_generator().generate("What is the definition of 'widget broker'?", scored())
+    assert answer.refused and "They define no such term." in answer.text
+    defined = toy_generator().generate("What is the definition of a 'widget audit'?", scored())
+    assert not defined.refused and "widget audit" in defined.text
+
+
+def test_front_matter_is_never_quoted_while_a_provision_can_be():
+    front = make_chunk("Toy Bill", "The Toy Council Legislation Text. A Local Law to amend the toy code, in relation to widgets.")
+    contexts = [ScoredChunk(front, 2.0), *scored()]
+    answer = toy_generator().generate("Was the local law on widget notice to buyers passed?", contexts)
+    assert all(c.label != "Toy Bill" for c in answer.citations)

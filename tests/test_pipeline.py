@@ -71,3 +71,28 @@ def test_self_contained_question_is_searched_as_asked():
     assert standalone_query(q, history) == q
     assert is_follow_up("And for employment agencies?")
     assert is_follow_up("What is its purpose?")
+
+
+def test_a_short_question_that_names_its_own_subject_is_not_a_follow_up():
+    assert not is_follow_up("Who enforces the law?")
+    assert not is_follow_up("Different question - can our vendor run the audit itself?")
+    assert is_follow_up("What are the methods?")  # too little of its own
+    assert is_follow_up("even a state-run testing institute?")
+
+
+def test_a_follow_up_asking_the_same_of_someone_else_is_read_in_place():
+    from storage.embedder import HashingEmbedder
+
+    embed = HashingEmbedder(dim=512).embed_queries
+    earlier = [Turn("user", "Does an employer have to publish the results of the bias audit?")]
+    # "employer" is the phrase most like the new one (the hashing embedder: shared words)
+    assert standalone_query("What about employer agencies?", earlier, embed) == (
+        "Does an employer agencies have to publish the results of the bias audit?"
+    )
+    # nothing in the earlier question is like "the penalties": searched together
+    assert standalone_query("And the penalties?", earlier, embed) == (
+        "Does an employer have to publish the results of the bias audit? And the penalties?"
+    )
+    assert standalone_query("What about employer agencies?", earlier) == (  # no embedding model
+        "Does an employer have to publish the results of the bias audit? What about employer agencies?"
+    )
