@@ -95,6 +95,10 @@ class Settings(BaseSettings):
     # ANTHROPIC_API_KEY), or "none" (no graph).
     kg_extractor: Literal["offline", "llm", "none"] = "offline"
     kg_max_facts: int = Field(default=4, ge=0, le=100)  # facts passed to the generator per question (dev set: docs/KG.md)
+    # Bounds of loading a stored graph (storage/kg_store.py): a larger or slower file is refused
+    # (and rebuilt from the index) instead of holding every question up. Real graphs: 0.5 MB, 50 ms.
+    kg_max_file_mb: int = Field(default=64, ge=1)
+    kg_load_timeout_s: float = Field(default=30.0, gt=0)
 
     # --- Index backend (docs/SCALING.md) ------------------------------------------------------
     index_backend: Literal["embedded", "weaviate"] = Field(
@@ -134,6 +138,9 @@ class Settings(BaseSettings):
     workspace_collections: dict[str, str] = Field(default_factory=dict)
     # Thread turns (question + answer each) handed to the rewriter and the generator.
     thread_history_turns: int = Field(default=6, ge=0, le=50)
+    # /readyz reports "answering": false while an answer has been in progress longer than this: the
+    # process is alive but its pipeline is stuck. Keep it above the LLM budgets (rewrite + answer).
+    answer_stall_s: float = Field(default=180.0, gt=0)
 
     # --- Logs --------------------------------------------------------------------------------
     log_format: Literal["json", "text"] = "text"
