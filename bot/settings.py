@@ -13,6 +13,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def default_data_dir() -> Path:
+    """`<checkout>/data` in a source checkout (pyproject.toml beside the packages); `./data` when hypa
+    is installed from a wheel, where PROJECT_ROOT is site-packages: no place for an index."""
+    if (PROJECT_ROOT / "pyproject.toml").is_file():
+        return PROJECT_ROOT / "data"
+    return Path.cwd() / "data"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_file=".env", env_file_encoding="utf-8", extra="ignore", env_prefix="HYPA_",
@@ -20,7 +28,7 @@ class Settings(BaseSettings):
     )
 
     # Where built artifacts (index, fetched corpora, results) live. Git-ignored.
-    data_dir: Path = Field(default=PROJECT_ROOT / "data")
+    data_dir: Path = Field(default_factory=default_data_dir)
     # A local directory that mirrors the official corpus files (same layout as the manifest's
     # `mirror_path`s). Checked before downloading. Here: ../shared/data/corpus.
     corpus_mirror: Path | None = Field(default=PROJECT_ROOT.parent / "shared" / "data" / "corpus")
