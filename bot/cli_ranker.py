@@ -7,9 +7,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bot.cli_common import err, fail, load_settings, out
+from bot.cli_common import command_group, err, fail, load_settings, out
 
-ranker_app = typer.Typer(help="Train and inspect the provision ranker's weights.", no_args_is_help=True)
+ranker_app = command_group(help="Train and inspect the provision ranker's weights.", no_args_is_help=True)
 
 
 @ranker_app.command("train")
