@@ -132,14 +132,16 @@ PROVISION_TEXT = "An employer shall notify each candidate ten business days befo
 
 
 def _talk_through_the_real_clients() -> None:
-    """One Messages API call with the anthropic SDK and one sendMessage with python-telegram-bot, each
-    against its local fake, carrying QUESTION_TEXT and PROVISION_TEXT."""
+    """One Messages API call with the anthropic SDK, one sendMessage with python-telegram-bot and one
+    chat.postMessage with slack_sdk, each against its local fake, carrying the texts."""
     import asyncio
 
     import anthropic
+    from slack_sdk import WebClient
     from telegram import Bot
 
     from tests.fakes.anthropic_server import FakeAnthropic, message, reply
+    from tests.fakes.slack_server import FakeSlack
     from tests.fakes.telegram_server import FakeTelegram
 
     with FakeAnthropic(default=reply(message("Yes."))) as fake:
@@ -156,6 +158,11 @@ def _talk_through_the_real_clients() -> None:
     with FakeTelegram() as fake:
         asyncio.run(send(fake))
 
+    with FakeSlack() as fake:
+        WebClient(token="xoxb-1111-2222-abcdefABCDEF", base_url=fake.base_url).chat_postMessage(
+            channel="C0CHANNEL", text=QUESTION_TEXT
+        )
+
 
 @pytest.mark.parametrize("enabled", [False, True])
 def test_debug_level_keeps_message_text_out_of_library_logs_unless_enabled(capture, enabled):
@@ -169,7 +176,7 @@ def test_debug_level_keeps_message_text_out_of_library_logs_unless_enabled(captu
     assert "core.test" in loggers
     if enabled:  # the libraries do log the text: the test would see it
         assert QUESTION_TEXT in output and PROVISION_TEXT in output
-        assert {"anthropic._base_client", "telegram.Bot"} <= loggers
+        assert {"anthropic._base_client", "telegram.Bot", "slack_sdk.web.base_client"} <= loggers
     else:
         assert QUESTION_TEXT not in output and PROVISION_TEXT not in output
         assert "HYPA_LOG_MESSAGE_TEXT=true includes them" in output  # says why the library lines are missing
