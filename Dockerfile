@@ -28,6 +28,7 @@ COPY bot ./bot
 COPY core ./core
 COPY storage ./storage
 COPY adapters ./adapters
+COPY prompts ./prompts
 RUN pip install --no-deps .
 
 # --- run: slim, non-root ---------------------------------------------------------------------------
@@ -46,8 +47,7 @@ ENV PATH=/opt/venv/bin:$PATH \
 RUN groupadd --gid 10001 hypa && useradd --uid 10001 --gid hypa --create-home --shell /usr/sbin/nologin hypa
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
-# Prompt files are read from ./prompts (core/llm/prompts.py).
-COPY prompts ./prompts
+# The prompt files are package data of the installed project (core/llm/prompts.py): nothing to copy.
 RUN mkdir -p /data /corpus && chown hypa:hypa /data /corpus
 USER hypa
 # Bake the model's ONNX export into /data/models (a fresh named volume is initialised from it;

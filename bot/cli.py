@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 # First: bot.cli_common sets the offline environment before anything imports Hugging Face code.
-from bot.cli_common import SetupErrorsAsMessages, err, fail as _fail, load_settings as _settings, out  # isort: skip
+from bot.cli_common import SetupErrorsAsMessages, command_group, err, fail as _fail, load_settings as _settings, out  # isort: skip
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -21,16 +21,16 @@ from bot.cli_ranker import ranker_app
 from bot.cli_serve import serve_app
 from bot.settings import Settings
 
-app = typer.Typer(
+app = command_group(
     help="hypa: cited answers about regulations (NYC Local Law 144, the EU AI Act, or your own files).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     cls=SetupErrorsAsMessages,
 )
-corpus_app = typer.Typer(help="Official regulation files: list the manifest, fetch and verify them.", no_args_is_help=True)
-index_app = typer.Typer(help="Build and inspect the embedded hybrid index.", no_args_is_help=True)
-eval_app = typer.Typer(help="Run a question set through the pipeline and score it.", no_args_is_help=True)
+corpus_app = command_group(help="Official regulation files: list the manifest, fetch and verify them.", no_args_is_help=True)
+index_app = command_group(help="Build and inspect the embedded hybrid index.", no_args_is_help=True)
+eval_app = command_group(help="Run a question set through the pipeline and score it.", no_args_is_help=True)
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(index_app, name="index")
 app.add_typer(eval_app, name="eval")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 # First: bot.cli_common sets the offline environment before anything imports Hugging Face code.
-from bot.cli_common import err, fail as _fail, load_settings as _settings, out  # isort: skip
+from bot.cli_common import command_group, err, fail as _fail, load_settings as _settings, out  # isort: skip
 
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -18,7 +18,7 @@ from rich.table import Table
 
 from bot.settings import Settings
 
-classifier_app = typer.Typer(
+classifier_app = command_group(
     help="Query-complexity classifier (0 = one piece of context, 1 = two, 2 = three or more).",
     no_args_is_help=True,
 )

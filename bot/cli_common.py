@@ -44,6 +44,17 @@ def setup_error_types() -> tuple[type[BaseException], ...]:
     )
 
 
+def command_group(**kwargs) -> typer.Typer:
+    """A Typer app (or sub-app) whose help texts are shown as written.
+
+    Typer reads help texts as Rich markup whenever Rich is installed (`rich_markup_mode="rich"`), and
+    in Rich markup "[default: HYPA_COLLECTION]" is a style tag: it vanished from `--help`, as did any
+    other "[...]" a help text had. hypa's help texts are plain text, so they are rendered as such
+    (click's formatter; typer still appends the real defaults, "[default: 30]", itself).
+    """
+    return typer.Typer(rich_markup_mode=None, **kwargs)
+
+
 class SetupErrorsAsMessages(typer.core.TyperGroup):
     """The root command group: a setup error from any sub-command becomes `error: <message>`, exit 2.
 

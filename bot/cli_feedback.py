@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bot.cli_common import fail, first_line, load_settings, out, shown_database_url
+from bot.cli_common import command_group, fail, first_line, load_settings, out, shown_database_url
 
 if TYPE_CHECKING:
     from core.feedback_review import FeedbackReview, Tally
     from storage.sql import ConversationStore
 
-feedback_app = typer.Typer(help="Review 👍/👎 feedback: reports and exports for test cases.", no_args_is_help=True)
+feedback_app = command_group(help="Review 👍/👎 feedback: reports and exports for test cases.", no_args_is_help=True)
 
 
 class RatingFilter(str, Enum):
@@ -72,11 +72,15 @@ def _since(days: int) -> datetime | None:
 
 @feedback_app.command("report")
 def report(
-    out_png: Path = typer.Option(Path("feedback_report.png"), "--out", "-o", help="Where to write the plot (PNG)."),
+    out_png: Path | None = typer.Option(
+        None, "--out", "-o", help="Where to write the plot (PNG) [default: HYPA_DATA_DIR/reports/feedback_report.png]."
+    ),
     days: int = typer.Option(30, "--days", min=0, help="Only ratings from the last N days (0 = all)."),
     worst: int = typer.Option(10, "--worst", min=1, max=200, help="How many worst-rated answers to list."),
 ) -> None:
     """Ratings per day, by complexity label and question type, the worst-rated answers, and a plot."""
+    from rich.markup import escape
+
     from core.feedback_review import review
 
     settings = load_settings()
@@ -88,11 +92,13 @@ def report(
         return
     result = review(rated, worst=worst)
     _print_report(result, days)
+    # Not the working directory: a report run from anywhere lands beside the data it describes.
+    out_png = (out_png or settings.data_dir / "reports" / "feedback_report.png").resolve()
     try:
         _plot(result, out_png)
     except OSError as exc:
         fail(f"cannot write the plot to {out_png}: {exc}")
-    out.print(f"plot written to [bold]{out_png}[/]")
+    out.print(f"plot written to [bold]{escape(str(out_png))}[/]", soft_wrap=True)  # a path to copy: never wrapped
 
 
 @feedback_app.command("export")

@@ -6,9 +6,9 @@ from collections import Counter
 import typer
 from rich.table import Table
 
-from bot.cli_common import err, fail, load_settings, out
+from bot.cli_common import command_group, err, fail, load_settings, out
 
-kg_app = typer.Typer(help="Build and inspect the knowledge graph.", no_args_is_help=True)
+kg_app = command_group(help="Build and inspect the knowledge graph.", no_args_is_help=True)
 
 COLLECTION_HELP = "Collection [default: HYPA_COLLECTION]."
 

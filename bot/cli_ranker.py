@@ -8,9 +8,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bot.cli_common import err, fail, load_settings, out
+from bot.cli_common import command_group, err, fail, load_settings, out
 
-ranker_app = typer.Typer(help="Train and inspect the offline engine's ranking models.", no_args_is_help=True)
+ranker_app = command_group(help="Train and inspect the offline engine's ranking models.", no_args_is_help=True)
 
 
 @ranker_app.command("train")

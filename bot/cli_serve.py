@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from bot.cli_common import command_group
+
 if TYPE_CHECKING:
     from bot.settings import Settings
 
-serve_app = typer.Typer(help="Run the bot on a chat platform.", no_args_is_help=True)
+serve_app = command_group(help="Run the bot on a chat platform.", no_args_is_help=True)
 
 
 @contextlib.contextmanager

@@ -1,9 +1,11 @@
-"""Readiness of a serving process (/readyz): the index answers for the default collection, the DB answers.
+"""Readiness of a serving process (/readyz): the index answers for the default collection, the DB
+answers, and no answer has been in progress longer than HYPA_ANSWER_STALL_S.
 
 Liveness (/healthz) needs no check: if the event loop answers, the process is alive. Readiness is
 what a load balancer or Kubernetes uses to send traffic only to replicas that can answer questions,
 so each check exercises the real dependency (a read of the index, a `SELECT 1` on the database) and
-turns any failure into False; the endpoint names the failing check.
+turns any failure into False; the endpoint names the failing check. "answering" covers what those
+checks cannot see: a pipeline that hangs (core/answer_watch.py) while the index and database are fine.
 """
 from __future__ import annotations
 
@@ -37,8 +39,21 @@ def database_ready(store: Pingable) -> bool:
         return False
 
 
+def answering_ready(watch: Any, stall_s: float) -> bool:
+    """False while the oldest answer in progress has run longer than `stall_s` (the pipeline is stuck)."""
+    oldest = watch.oldest_seconds()
+    if oldest > stall_s:
+        log.warning(
+            "readiness: an answer has been in progress for %.0f s (HYPA_ANSWER_STALL_S=%g); %d in progress",
+            oldest, stall_s, watch.in_progress(),
+        )
+        return False
+    return True
+
+
 def readiness(components: Any) -> dict[str, bool]:
-    """{"index": ..., "database": ...} for `bot.wiring.Components` (uses .index, .store, .settings)."""
+    """{"index": ..., "database": ..., "answering": ...} for `bot.wiring.Components` (uses .index,
+    .store, .answer_watch, .settings)."""
     checks: dict[str, bool] = {}
     try:
         index = components.index  # built on first use: Weaviate connects here
@@ -54,6 +69,7 @@ def readiness(components: Any) -> dict[str, bool]:
         checks["database"] = False
     else:
         checks["database"] = database_ready(store)
+    checks["answering"] = answering_ready(components.answer_watch, components.settings.answer_stall_s)
     return checks
 
 

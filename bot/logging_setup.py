@@ -8,7 +8,11 @@ Two promises, whatever the format:
   * **No message text unless HYPA_LOG_MESSAGE_TEXT=true.** Code that wants to log what a user asked
     or what the bot answered passes it as a structured field, never inside the message string:
     `log.info("answered", extra={"question": q, "answer": a})`. Fields named in TEXT_FIELDS are
-    dropped from the output unless the setting is on.
+    dropped from the output unless the setting is on. Other packages do not follow that rule: at
+    DEBUG the Anthropic SDK logs each request's options (the question, the provisions),
+    python-telegram-bot every update and every Bot API call's parameters, slack_sdk request and
+    response bodies. So unless the setting is on, DEBUG records of loggers outside hypa's own
+    packages (OWN_LOGGERS) are dropped; their INFO and above stay.
 
 JSON lines: {"ts", "level", "logger", "message", ...extra fields, "exc" (traceback, if any)}.
 """
@@ -38,6 +42,9 @@ _CREDENTIAL_SHAPES = (
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
 _STANDARD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 _HANDLER_MARK = "_hypa_handler"
+# Top-level logger names of hypa's own code (`logging.getLogger(__name__)`), which logs text only
+# in TEXT_FIELDS; every other logger belongs to a library.
+OWN_LOGGERS = frozenset({"bot", "core", "storage", "adapters", "hypa", "__main__"})
 
 
 class Redactor:
@@ -126,6 +133,13 @@ class RedactingTextFormatter(logging.Formatter):
         return self.redact(super().format(record))
 
 
+class LibraryDebugFilter(logging.Filter):
+    """Drops DEBUG records of libraries' loggers (see the module docstring: they carry message text)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO or record.name.split(".", 1)[0] in OWN_LOGGERS
+
+
 def build_handler(settings: Any, stream: IO[str] | None = None) -> logging.Handler:
     redact = Redactor(secret_values(settings))
     handler = logging.StreamHandler(stream or sys.stderr)
@@ -133,6 +147,8 @@ def build_handler(settings: Any, stream: IO[str] | None = None) -> logging.Handl
         handler.setFormatter(JsonFormatter(redact, log_message_text=settings.log_message_text))
     else:
         handler.setFormatter(RedactingTextFormatter(redact))
+    if not settings.log_message_text:
+        handler.addFilter(LibraryDebugFilter())
     setattr(handler, _HANDLER_MARK, True)
     return handler
 
@@ -162,5 +178,10 @@ def configure_logging(
         uv = logging.getLogger(name)
         uv.handlers = []
         uv.propagate = True
+    if root.isEnabledFor(logging.DEBUG) and not settings.log_message_text:
+        logging.getLogger(__name__).info(
+            "HYPA_LOG_LEVEL=DEBUG: other libraries' debug lines are left out, as they carry message text; "
+            "HYPA_LOG_MESSAGE_TEXT=true includes them"
+        )
     return handler
 

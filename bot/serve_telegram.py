@@ -26,6 +26,7 @@ from adapters.telegram import (
     webhook_route,
 )
 from adapters.telegram.app import ALLOWED_UPDATES
+from adapters.telegram.polling import PollingHealth
 from bot.http_app import build_http_app
 from bot.metrics import Metrics
 from bot.settings import Settings
@@ -79,13 +80,14 @@ def build_telegram_server(
     readiness: Callable[[], dict[str, bool]] = dict,
 ) -> TelegramServer:
     """The PTB application (handlers registered) inside the HTTP app that starts and stops it."""
-    application = build_application(config, TelegramHandlers(service, metrics))
+    polling = PollingHealth()  # one log line per failed poll, not a traceback (adapters/telegram/polling.py)
+    application = build_application(config, TelegramHandlers(service, metrics), polling)
     routes = [webhook_route(application, config.webhook_path, config.webhook_secret)] if config.webhook_mode else []
     http_app = build_http_app(
         routes=routes,
         readiness=lambda: {"telegram": telegram_ready(application), **readiness()},
         metrics=metrics,
-        lifespan=telegram_lifespan(application, config),
+        lifespan=telegram_lifespan(application, config, polling),
     )
     return TelegramServer(application, http_app, config)
 

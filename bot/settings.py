@@ -13,6 +13,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def default_data_dir() -> Path:
+    """`<checkout>/data` in a source checkout (pyproject.toml beside the packages); `./data` when hypa
+    is installed from a wheel, where PROJECT_ROOT is site-packages: no place for an index."""
+    if (PROJECT_ROOT / "pyproject.toml").is_file():
+        return PROJECT_ROOT / "data"
+    return Path.cwd() / "data"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_file=".env", env_file_encoding="utf-8", extra="ignore", env_prefix="HYPA_",
@@ -20,7 +28,7 @@ class Settings(BaseSettings):
     )
 
     # Where built artifacts (index, fetched corpora, results) live. Git-ignored.
-    data_dir: Path = Field(default=PROJECT_ROOT / "data")
+    data_dir: Path = Field(default_factory=default_data_dir)
     # A local directory that mirrors the official corpus files (same layout as the manifest's
     # `mirror_path`s). Checked before downloading. Here: ../shared/data/corpus.
     corpus_mirror: Path | None = Field(default=PROJECT_ROOT.parent / "shared" / "data" / "corpus")
@@ -97,6 +105,10 @@ class Settings(BaseSettings):
     # ANTHROPIC_API_KEY), or "none" (no graph).
     kg_extractor: Literal["offline", "llm", "none"] = "offline"
     kg_max_facts: int = Field(default=4, ge=0, le=100)  # facts passed to the generator per question (dev set: docs/KG.md)
+    # Bounds of loading a stored graph (storage/kg_store.py): a larger or slower file is refused
+    # (and rebuilt from the index) instead of holding every question up. Real graphs: 0.5 MB, 50 ms.
+    kg_max_file_mb: int = Field(default=64, ge=1)
+    kg_load_timeout_s: float = Field(default=30.0, gt=0)
 
     # --- Index backend (docs/SCALING.md) ------------------------------------------------------
     index_backend: Literal["embedded", "weaviate"] = Field(
@@ -136,6 +148,9 @@ class Settings(BaseSettings):
     workspace_collections: dict[str, str] = Field(default_factory=dict)
     # Thread turns (question + answer each) handed to the rewriter and the generator.
     thread_history_turns: int = Field(default=6, ge=0, le=50)
+    # /readyz reports "answering": false while an answer has been in progress longer than this: the
+    # process is alive but its pipeline is stuck. Keep it above the LLM budgets (rewrite + answer).
+    answer_stall_s: float = Field(default=180.0, gt=0)
 
     # --- Logs --------------------------------------------------------------------------------
     log_format: Literal["json", "text"] = "text"

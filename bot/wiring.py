@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
 from bot.settings import Settings
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
+from core.answer_watch import AnswerWatch
 from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator
 from core.ingestion import IngestOutcome, ingest_file
 from core.params import get_config
@@ -176,9 +177,9 @@ class Components:
 
     @cached_property
     def kg_store(self):  # -> storage.kg_store.KGStore
-        from storage.kg_store import KGStore
+        from storage.kg_store import KGLoadLimits, KGStore
 
-        return KGStore(self.settings.kg_dir)
+        return KGStore(self.settings.kg_dir, KGLoadLimits.from_settings(self.settings))
 
     def update_knowledge_graph(self, collection: str) -> None:
         """Re-extract the collection's triplets unless the stored graph already matches the index."""
@@ -324,6 +325,11 @@ class Components:
 
         return ConversationStore(self.settings.sql_url)
 
+    @cached_property
+    def answer_watch(self) -> AnswerWatch:
+        """The answers this process is computing (one per process): /readyz reports a stuck pipeline."""
+        return AnswerWatch()
+
     def conversation(
         self, metrics: Metrics | None = None, *, collection: str | None = None
     ) -> StoredConversationService:
@@ -340,4 +346,5 @@ class Components:
             collection=collection or s.collection,
             workspace_collections=s.workspace_collections,
             log_message_text=s.log_message_text,
+            watch=self.answer_watch,
         )

@@ -11,6 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
+from core.blas_threads import single_blas_thread
 from core.params import ParamRow, RetrievalConfig
 from core.types import RetrievalParams
 
@@ -50,7 +51,12 @@ class ConfigPolicy:
         self.max_queries = max(r.q for r in rows)
 
     def select(self, question: str, vector: np.ndarray | None) -> tuple[RetrievalParams, int | None]:
-        label = self.classifier.predict(question, vector) if self.classifier is not None else None
+        label = None
+        if self.classifier is not None:
+            # Tiny matrix products: on a machine whose cores are busy, BLAS's default threads made
+            # 1.5 ms take tens of ms (core/blas_threads.py). No OPENBLAS_NUM_THREADS needed.
+            with single_blas_thread():
+                label = self.classifier.predict(question, vector)
         return self._params(self.config.params_for(label)), label
 
     def _params(self, row: ParamRow) -> RetrievalParams:

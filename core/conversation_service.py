@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
+from core.answer_watch import AnswerWatch
 from core.conversation import FeedbackEvent, FeedbackOutcome, IncomingMessage, Reply
 from core.pipeline import AnswerPipeline
 from core.types import PipelineResult
@@ -51,6 +52,7 @@ class StoredConversationService:
         collection: str | None = None,
         workspace_collections: Mapping[str, str] | None = None,
         log_message_text: bool = False,
+        watch: AnswerWatch | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.store = store
@@ -61,6 +63,7 @@ class StoredConversationService:
         # multi-tenancy, its own tenant); those not listed use `collection`.
         self.workspace_collections = dict(workspace_collections or {})
         self.log_message_text = log_message_text
+        self.watch = watch or AnswerWatch()  # answers in progress: /readyz sees a stuck pipeline
 
     def collection_for(self, message: IncomingMessage) -> str:
         """The message's workspace (Slack team) or channel (Slack channel, Telegram chat) may have its
@@ -79,7 +82,8 @@ class StoredConversationService:
         collection = self.collection_for(message)
         started = time.perf_counter()
         try:
-            result = self.pipeline.answer(text, history, collection=collection)
+            with self.watch.answering():
+                result = self.pipeline.answer(text, history, collection=collection)
             record = self._record_from_result(result, len(history) // 2, collection)
         except Exception as exc:
             log.exception("answering %s message %s failed", message.platform, message.message_id)

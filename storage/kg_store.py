@@ -13,15 +13,30 @@
 Anything else raises `UnsafeKGFile` or `KGFormatError` with a message that names the file; nothing
 in it is executed.
 
+Plain data can still be a bomb: the memo opcodes (PUT/GET) let a list hold the *same* list twice,
+so 40 levels of "the previous level, twice" are 259 bytes that expand to 2**40 items for anything
+that walks them. `KGLoadLimits` bounds every load (`KGLimitExceeded`, a kind of UnsafeKGFile):
+- **size**: the file is read only up to `max_bytes` (HYPA_KG_MAX_FILE_MB);
+- **shared references**: the data expanded as a tree (what every later pass walks) may have at
+  most `EXPANSION_PER_BYTE` items per byte of the file. Each container is walked once however
+  often it is referred to, so the check is linear in the file, and so is every later pass;
+  `KGData.to_plain()` writes a tree (only strings are shared), at ~0.1 items per byte;
+- **depth**: `max_depth` levels (the graph's data is 5 deep);
+- **time**: the opcode scan and the walk stop after `max_seconds` (HYPA_KG_LOAD_TIMEOUT_S), a
+  backstop for whatever the other bounds miss.
+
 Writes go to a temporary file in the same directory and are moved into place atomically, so a
 reader never sees half a file.
 """
 from __future__ import annotations
 
 import io
+import itertools
 import pickle
 import pickletools
 import re
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +46,11 @@ from storage.files import atomic_write_bytes
 PICKLE_PROTOCOL = 4
 _PLAIN = (dict, list, tuple, str, int, float, bool, type(None))
 _COLLECTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-MAX_DEPTH = 64
+_CHECK_EVERY = 4096  # opcodes or items between two looks at the clock
+# Items of the data expanded as a tree, per byte of the file. Every item costs the pickle at least one
+# opcode byte, so a file without shared containers stays under 1; real graphs are at ~0.1.
+EXPANSION_PER_BYTE = 4
+_END = object()
 _PLAIN_MESSAGE = "a knowledge-graph file may contain only plain data (dicts, lists, tuples, strings, numbers, booleans, None)"
 # Opcodes that build only plain data, plus the stack, memo and framing plumbing around them.
 _PLAIN_OPCODES = frozenset({
@@ -55,6 +74,27 @@ class UnsafeKGFile(ValueError):
     """The file asks to load code or objects that are not plain data; it was not loaded."""
 
 
+class KGLimitExceeded(UnsafeKGFile):
+    """The file is larger, more shared, deeper or slower to read than a knowledge graph may be."""
+
+
+@dataclass(frozen=True)
+class KGLoadLimits:
+    """Bounds of one load (see the module docstring). The defaults are far above real graphs: the
+    EU AI Act's is 0.5 MB and loads in ~50 ms."""
+
+    max_bytes: int = 64 * 1024 * 1024  # HYPA_KG_MAX_FILE_MB: ~8-15 s of loading here, 120x the EU AI Act
+    max_seconds: float = 30.0  # HYPA_KG_LOAD_TIMEOUT_S
+    max_depth: int = 16
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> KGLoadLimits:
+        return cls(max_bytes=int(settings.kg_max_file_mb) * 1024 * 1024, max_seconds=float(settings.kg_load_timeout_s))
+
+
+DEFAULT_LIMITS = KGLoadLimits()
+
+
 class _PlainDataUnpickler(pickle.Unpickler):
     """Second layer behind `_check_opcodes`: no global and no persistent id is ever resolved."""
 
@@ -65,26 +105,45 @@ class _PlainDataUnpickler(pickle.Unpickler):
         raise UnsafeKGFile(f"refused a persistent reference: {_PLAIN_MESSAGE}")
 
 
-def loads_plain(payload: bytes, source: str = "<bytes>") -> Any:
-    """Unpickle `payload` allowing only plain data; UnsafeKGFile for anything else."""
+def loads_plain(payload: bytes, source: str = "<bytes>", limits: KGLoadLimits = DEFAULT_LIMITS) -> Any:
+    """Unpickle `payload` allowing only plain data within `limits`; UnsafeKGFile for anything else."""
+    deadline = time.monotonic() + limits.max_seconds
     try:
-        _check_opcodes(payload)
+        if len(payload) > limits.max_bytes:
+            raise KGLimitExceeded(_too_large(limits))
+        _check_opcodes(payload, deadline, limits)
         data = _PlainDataUnpickler(io.BytesIO(payload)).load()
+        _check_plain(data, deadline, limits, len(payload))
     except UnsafeKGFile as exc:
-        raise UnsafeKGFile(f"{source}: {exc}") from None
+        raise type(exc)(f"{source}: {exc}") from None
     except (
         pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, MemoryError
     ) as exc:
         raise KGFormatError(f"{source}: not a readable knowledge-graph file ({type(exc).__name__}: {exc})") from None
-    _check_plain(data, source)
     return data
 
 
-def _check_opcodes(payload: bytes) -> None:
+def _too_large(limits: KGLoadLimits) -> str:
+    return (
+        f"larger than {limits.max_bytes:,} bytes ({limits.max_bytes / 2**20:.3g} MB), the most a "
+        "knowledge-graph file may be (HYPA_KG_MAX_FILE_MB)"
+    )
+
+
+def _out_of_time(limits: KGLoadLimits) -> KGLimitExceeded:
+    return KGLimitExceeded(
+        f"reading it took longer than {limits.max_seconds:g} s, the most a knowledge-graph load may take "
+        "(HYPA_KG_LOAD_TIMEOUT_S)"
+    )
+
+
+def _check_opcodes(payload: bytes, deadline: float, limits: KGLoadLimits) -> None:
     """UnsafeKGFile at the first opcode that could build anything but plain data (see the module
     docstring); ValueError from pickletools for a stream that is not a pickle."""
     strings: list[str] = []  # the last strings pushed, to name a STACK_GLOBAL's module and name
-    for opcode, arg, _pos in pickletools.genops(payload):
+    for count, (opcode, arg, _pos) in enumerate(pickletools.genops(payload)):
+        if count % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+            raise _out_of_time(limits)
         name = opcode.name
         if name in _PLAIN_OPCODES:
             if name in _STRING_OPCODES:
@@ -106,25 +165,70 @@ def _check_opcodes(payload: bytes) -> None:
         raise UnsafeKGFile(f"refused pickle opcode {name} (it calls or builds objects): {_PLAIN_MESSAGE}")
 
 
-def _check_plain(value: Any, source: str, depth: int = 0) -> None:
-    if depth > MAX_DEPTH:
-        raise KGFormatError(f"{source}: data nested deeper than {MAX_DEPTH} levels")
-    if type(value) not in _PLAIN:  # exact types: no subclasses with custom behaviour
-        raise UnsafeKGFile(f"{source}: contains a {type(value).__name__}, which is not plain data")
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _check_plain(k, source, depth + 1)
-            _check_plain(v, source, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _check_plain(v, source, depth + 1)
+def _check_plain(data: Any, deadline: float, limits: KGLoadLimits, payload_size: int) -> None:
+    """Every value is plain data, nothing is nested deeper than `limits.max_depth` or contains itself,
+    and the data expanded as a tree (what any later pass walks: validation, graph building) has at
+    most EXPANSION_PER_BYTE items per byte of the file. Each container is walked once, whatever
+    refers to it, so the check is linear in the file; iterative, so depth cannot exhaust the stack."""
+    budget = EXPANSION_PER_BYTE * payload_size + 1024
+    sizes: dict[int, int] = {}  # id of a container walked -> its expanded size (all stay alive in `data`)
+    on_path: set[int] = set()  # containers being walked: meeting one again is a cycle
+    frames: list[list[Any]] = []  # [container, depth, iterator over its children, expanded size so far]
+
+    def enter(value: Any, depth: int) -> int | None:
+        """The expanded size of a leaf or of a container already walked; None after starting a walk."""
+        kind = type(value)
+        if kind not in _PLAIN:  # exact types: no subclasses with custom behaviour
+            raise UnsafeKGFile(f"contains a {kind.__name__}, which is not plain data")
+        if kind not in (dict, list, tuple) or not value:
+            return 1
+        key = id(value)
+        if key in sizes:
+            return sizes[key]
+        if key in on_path:
+            raise KGLimitExceeded(f"a {kind.__name__} contains itself")
+        if depth >= limits.max_depth:
+            raise KGLimitExceeded(f"data nested deeper than {limits.max_depth} levels")
+        on_path.add(key)
+        children = itertools.chain.from_iterable(value.items()) if kind is dict else iter(value)
+        frames.append([value, depth, children, 1])
+        return None
+
+    def add(frame: list[Any], size: int) -> None:
+        frame[3] += size
+        if frame[3] > budget:
+            raise KGLimitExceeded(
+                f"shared references expand it to more than {budget:,} items ({EXPANSION_PER_BYTE} per byte "
+                "of the file): a few hundred bytes of lists that hold the same list twice can stand for "
+                "billions of items, and a knowledge-graph file shares none"
+            )
+
+    enter(data, 0)
+    steps = 0
+    while frames:
+        frame = frames[-1]
+        child = next(frame[2], _END)
+        if child is _END:
+            frames.pop()
+            on_path.discard(id(frame[0]))
+            sizes[id(frame[0])] = frame[3]
+            if frames:
+                add(frames[-1], frame[3])
+            continue
+        steps += 1
+        if steps % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+            raise _out_of_time(limits)
+        size = enter(child, frame[1] + 1)
+        if size is not None:
+            add(frame, size)
 
 
 class KGStore:
     """`<kg_dir>/<collection>.kg.pkl` per collection."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, limits: KGLoadLimits = DEFAULT_LIMITS) -> None:
         self.directory = Path(directory)
+        self.limits = limits
 
     def path(self, collection: str) -> Path:
         if not _COLLECTION.match(collection):
@@ -149,17 +253,20 @@ class KGStore:
         """The stored graph data, or None if there is none. Refuses unsafe or malformed files."""
         path = self.path(collection)
         try:
-            payload = path.read_bytes()
+            with path.open("rb") as f:
+                payload = f.read(self.limits.max_bytes + 1)  # never more than the limit into memory
         except FileNotFoundError:
             return None
-        return load_payload(payload, str(path))
+        if len(payload) > self.limits.max_bytes:
+            raise KGLimitExceeded(f"{path}: {_too_large(self.limits)}")
+        return load_payload(payload, str(path), self.limits)
 
     def delete(self, collection: str) -> None:
         self.path(collection).unlink(missing_ok=True)
 
 
-def load_payload(payload: bytes, source: str) -> KGData:
-    plain = loads_plain(payload, source)
+def load_payload(payload: bytes, source: str, limits: KGLoadLimits = DEFAULT_LIMITS) -> KGData:
+    plain = loads_plain(payload, source, limits)
     try:
         return KGData.from_plain(plain)
     except KGFormatError as exc:

@@ -360,7 +360,7 @@ def test_529_overloaded_is_retried_with_backoff(fake):
 
 def test_529_until_retries_run_out_falls_back_and_is_recorded(fake, tmp_path):
     fake.default = overloaded()
-    recorder = JsonlFailureRecorder(tmp_path / "llm_failures.jsonl")
+    recorder = JsonlFailureRecorder(tmp_path / "llm_failures.jsonl", keep_text=True)
     answer = FallbackGenerator(make_generator(fake), toy_generator(), recorder).generate(QUESTION, scored())
     assert len(fake.message_requests) == 3  # 1 + max_retries
     assert answer.model == "extractive" and "ten business days" in answer.text
@@ -420,7 +420,7 @@ def test_bad_request_is_not_retried_and_does_not_trip_the_circuit(fake):
 def test_outage_opens_the_circuit_and_fallback_answers_within_2s_with_no_lost_question(fake, tmp_path):
     fake.default = overloaded()
     client = make_client(fake, circuit_failure_threshold=3, retry=RetryPolicy(max_retries=1, base_delay_s=0.01, max_delay_s=0.02))
-    recorder = JsonlFailureRecorder(tmp_path / "failures.jsonl")
+    recorder = JsonlFailureRecorder(tmp_path / "failures.jsonl", keep_text=True)
     generator = FallbackGenerator(ClaudeGenerator(client), toy_generator(), recorder)
     questions = [f"{QUESTION} (#{i})" for i in range(12)]
 
@@ -582,7 +582,34 @@ def test_wiring_without_key_is_extractive_and_with_key_is_claude_with_fallback(f
     fake.enqueue(cited_answer(), error_reply(500, "api_error", "boom"))
     assert generator.generate(QUESTION, scored()).model == "claude-sonnet-5-5"
     assert generator.generate("second question?", scored()).model == "extractive"
-    assert JsonlFailureRecorder(tmp_path / "llm_failures.jsonl").read()[0]["question"] == "second question?"
+    (row,) = JsonlFailureRecorder(tmp_path / "llm_failures.jsonl").read()
+    assert row["question_chars"] == len("second question?") and row["error_class"] == "LLMUnavailable"
+
+
+def test_failed_questions_are_written_down_as_text_only_with_log_message_text(fake, tmp_path):
+    """data/llm_failures.jsonl follows HYPA_LOG_MESSAGE_TEXT like the logs: by default a failed
+    question is recorded by its length and a hash; its text only when the setting is on."""
+    import hashlib
+
+    from bot.settings import Settings
+
+    fake.default = error_reply(500, "api_error", "boom")
+    questions = {False: "Is the acme screening tool covered?", True: "Is the zenith ranking tool covered?"}
+    for enabled, question in questions.items():
+        settings = Settings(
+            anthropic_api_key="test-key", anthropic_base_url=fake.base_url, data_dir=tmp_path / str(enabled),
+            llm_max_retries=0, log_message_text=enabled, _env_file=None,
+        )
+        generator = answer_generator_from_settings(settings, toy_generator())
+        assert generator.generate(question, scored()).model == "extractive"
+        recorded = (tmp_path / str(enabled) / "llm_failures.jsonl").read_text(encoding="utf-8")
+        (row,) = JsonlFailureRecorder(tmp_path / str(enabled) / "llm_failures.jsonl").read()
+        if enabled:
+            assert row["question"] == question
+        else:
+            assert "acme" not in recorded and "question" not in row
+            assert row["question_sha256"] == hashlib.sha256(question.encode()).hexdigest()[:16]
+            assert row["question_chars"] == len(question) and row["status"] == 500
 
 
 def test_load_prompt(tmp_path):

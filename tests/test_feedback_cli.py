@@ -65,6 +65,16 @@ def test_report_prints_tables_and_writes_a_png(rated, env):
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
 
 
+def test_report_plot_goes_to_the_data_directory_by_default_and_says_where(rated, env):
+    """Without --out the PNG used to land in whatever directory the command ran in."""
+    result = runner.invoke(app, ["feedback", "report"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    plot = env / "data" / "reports" / "feedback_report.png"
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert not (env / "feedback_report.png").exists()  # env is also the working directory
+    assert f"plot written to {plot}" in " ".join(result.output.split())
+
+
 def test_report_window_excludes_older_ratings(rated, env):
     result = runner.invoke(app, ["feedback", "report", "--days", "1", "--out", "r.png"])
     assert result.exit_code == 0, result.output

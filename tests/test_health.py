@@ -1,6 +1,8 @@
 """/healthz, /readyz (index loaded, DB reachable) and /metrics of the serving process."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -35,10 +37,10 @@ def test_readyz_names_the_failing_check_then_turns_ready(components):
     client = _client(components)
     not_ready = client.get("/readyz")
     assert not_ready.status_code == 503
-    assert not_ready.json() == {"ready": False, "checks": {"index": False, "database": True}}
+    assert not_ready.json() == {"ready": False, "checks": {"index": False, "database": True, "answering": True}}
     components.index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
     ready = client.get("/readyz")
-    assert ready.status_code == 200 and ready.json() == {"ready": True, "checks": {"index": True, "database": True}}
+    assert ready.status_code == 200 and ready.json() == {"ready": True, "checks": {"index": True, "database": True, "answering": True}}
 
 
 def test_unreachable_database_is_not_ready(tmp_path):
@@ -47,7 +49,7 @@ def test_unreachable_database_is_not_ready(tmp_path):
     c = Components(settings)
     c.index = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder(32))
     c.index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
-    assert readiness(c) == {"index": True, "database": False}
+    assert readiness(c) == {"index": True, "database": False, "answering": True}
     response = _client(c).get("/readyz")
     assert response.status_code == 503 and response.json()["checks"]["database"] is False
 
@@ -112,6 +114,51 @@ def test_an_index_that_cannot_be_opened_is_named_not_raised(tmp_path):
             raise ConnectionError("weaviate at http://weaviate:8080 is unreachable")
 
     broken = Unopenable(Settings(data_dir=tmp_path, collection="toy"))
-    assert readiness(broken) == {"index": False, "database": True}
+    assert readiness(broken) == {"index": False, "database": True, "answering": True}
     response = _client(broken).get("/readyz")
-    assert response.status_code == 503 and response.json()["checks"] == {"index": False, "database": True}
+    assert response.status_code == 503 and response.json()["checks"] == {"index": False, "database": True, "answering": True}
+
+
+def test_readyz_reports_a_pipeline_that_cannot_answer(tmp_path):
+    """An answer stuck in the pipeline (e.g. a graph file that never finishes loading): the index
+    and the database are fine, yet nobody gets an answer; /readyz must say so, then recover."""
+    import threading
+
+    from core.conversation import IncomingMessage
+
+    class StuckPipeline:
+        default_collection = "toy"
+
+        def __init__(self):
+            self.entered = threading.Event()
+            self.release = threading.Event()
+
+        def answer(self, question, history=(), collection=None):
+            self.entered.set()
+            self.release.wait(30)
+            raise RuntimeError("released")
+
+    c = Components(Settings(data_dir=tmp_path, collection="toy", answer_stall_s=0.2))
+    c.index = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder(32))
+    c.index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    pipeline = StuckPipeline()
+    c.__dict__["pipeline"] = pipeline  # what Components.conversation() wires in
+    service = c.conversation()
+    client = _client(c)
+    assert client.get("/readyz").status_code == 200
+
+    message = IncomingMessage(platform="slack", workspace="T1", channel="C1", thread="1.0", message_id="1.0",
+                              user="U1", text="What is a widget audit?")
+    worker = threading.Thread(target=service.handle, args=(message,), daemon=True)
+    worker.start()
+    assert pipeline.entered.wait(5)
+    time.sleep(0.3)  # longer than answer_stall_s
+    stuck = client.get("/readyz")
+    assert stuck.status_code == 503
+    assert stuck.json()["checks"] == {"index": True, "database": True, "answering": False}
+
+    pipeline.release.set()
+    worker.join(5)
+    assert not worker.is_alive()
+    assert client.get("/readyz").status_code == 200
+    c.store.close()

@@ -94,3 +94,23 @@ def test_build_that_cannot_save_gives_a_clear_error(tmp_path, monkeypatch):
     built = CliRunner().invoke(app, ["kg", "build", "--collection", "rules"], env=_env(tmp_path / "data"))
     assert built.exit_code == 1 and "cannot save the knowledge graph of 'rules'" in built.output
     assert not [p for p in (tmp_path / "data" / "kg").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_kg_stats_refuses_a_shared_reference_bomb_in_one_line(tmp_path):
+    """40 levels of 'the previous level, twice' (254 bytes): `hypa kg stats` used to spin forever."""
+    import subprocess
+    import sys
+
+    level: list = []
+    for _ in range(40):
+        level = [level, level]
+    (tmp_path / "kg").mkdir()
+    (tmp_path / "kg" / "toy.kg.pkl").write_bytes(pickle.dumps(level, protocol=4))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot", "kg", "stats", "--collection", "toy"],
+        env={**os.environ, **_env(tmp_path)}, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "toy.kg.pkl" in proc.stderr and "hypa kg build --collection toy" in proc.stderr
+    assert "shared references expand it" in proc.stderr or "nested deeper" in proc.stderr

@@ -212,3 +212,120 @@ def test_served_collections_include_every_workspace_collection_and_missing_ones_
     index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
     assert components.served_collections() == ["toy", "ws-T1"]
     assert components.missing_collections() == ["ws-T1"]
+
+
+# --- bounded loads: shared references, size, depth, time (issue 13, item 3) ----------------------
+
+
+def _doubling_bomb(levels: int = 40) -> bytes:
+    """Each level a list holding the previous level twice: pickle's memo writes it in ~6 bytes a
+    level, but anything that walks it visits 2**levels items. Plain-data opcodes only."""
+    level: list = []
+    for _ in range(levels):
+        level = [level, level]
+    return pickle.dumps(level, protocol=4)
+
+
+def _finishes(call, timeout: float = 10.0):
+    """call() in a daemon thread: its exception or result, or AssertionError if it is still running
+    after `timeout` (an unbounded loader spins forever; the test must fail, not hang)."""
+    import threading
+
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    assert not worker.is_alive(), f"still running after {timeout} s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def test_a_259_byte_shared_reference_bomb_is_refused_at_once():
+    import pickletools
+
+    from storage.kg_store import KGLimitExceeded
+
+    payload = _doubling_bomb(40)
+    assert len(payload) < 300
+    assert {op.name for op, _, _ in pickletools.genops(payload)} <= {
+        "PROTO", "FRAME", "EMPTY_LIST", "MEMOIZE", "BINGET", "APPENDS", "MARK", "STOP"
+    }  # nothing the opcode check refuses: the walk itself must be bounded
+    with pytest.raises(KGLimitExceeded, match="bomb.kg.pkl: .*(shared references expand it|nested deeper)"):
+        _finishes(lambda: loads_plain(payload, "bomb.kg.pkl"))
+    # Shallow enough for the depth bound (8,191 items from 86 bytes): the expansion bound stops it.
+    with pytest.raises(KGLimitExceeded, match=r"shared references expand it to more than 1,\d{3} items"):
+        _finishes(lambda: loads_plain(_doubling_bomb(12)))
+
+
+def test_a_bomb_inside_a_real_graph_file_is_refused_by_the_store(tmp_path):
+    from storage.kg_store import KGLimitExceeded
+
+    plain = _data().to_plain()
+    plain["triplets"].append(pickle.loads(_doubling_bomb(40)))  # in a field the shape check reads last
+    store = KGStore(tmp_path)
+    store.path("toy").write_bytes(pickle.dumps(plain, protocol=4))
+    with pytest.raises(KGLimitExceeded, match=r"toy\.kg\.pkl: .*(shared references expand it|nested deeper)"):
+        _finishes(lambda: store.load("toy"))
+    assert isinstance(KGLimitExceeded("x"), UnsafeKGFile)  # callers refuse and rebuild it like any unsafe file
+
+
+def test_modest_sharing_loads_and_a_list_that_contains_itself_does_not():
+    """pickle's memo shares equal strings, () is a singleton, and `tuple(t)` returns t itself: a few
+    shared references expand little and load; a cycle would expand forever."""
+    from storage.kg_store import KGLimitExceeded
+
+    name = "shared entity name"
+    row = ("a", "b", "c", "d", "e", False)
+    value = {"a": [name, name, (), ()], "b": {"k": name, "e": ()}, "c": [[], []], "t": [row, row, tuple(row)]}
+    assert loads_plain(pickle.dumps(value, protocol=4)) == value
+    cycle: list = []
+    cycle.append(cycle)
+    with pytest.raises(KGLimitExceeded, match="a list contains itself"):
+        loads_plain(pickle.dumps({"x": cycle}, protocol=4))
+
+
+def test_size_depth_and_time_bounds_name_their_setting(tmp_path):
+    from storage.kg_store import KGLimitExceeded, KGLoadLimits
+
+    store = KGStore(tmp_path, KGLoadLimits(max_bytes=1000))
+    data = _data()
+    path = KGStore(tmp_path).save(data)
+    assert path.stat().st_size > 1000
+    with pytest.raises(KGLimitExceeded, match=r"larger than 1,000 bytes .*HYPA_KG_MAX_FILE_MB"):
+        store.load("toy")
+
+    # 10,000 empty lists on the stack, then 9,999 APPENDs: each into the one below it. Deeper than
+    # the interpreter's recursion limit (pickle.dumps cannot even write it): no RecursionError either.
+    nested = b"\x80\x02" + b"]" * 10_000 + b"a" * 9_999 + b"."
+    with pytest.raises(KGLimitExceeded, match="nested deeper than 16 levels"):
+        loads_plain(nested)
+
+    many = pickle.dumps({"format": "x", "rows": [str(i) for i in range(20_000)]}, protocol=4)
+    with pytest.raises(KGLimitExceeded, match=r"longer than 1e-06 s.*HYPA_KG_LOAD_TIMEOUT_S"):
+        loads_plain(many, "slow.kg.pkl", KGLoadLimits(max_seconds=1e-6))
+    assert loads_plain(many)["rows"][-1] == "19999"  # the default bounds are far above it
+
+
+def test_a_graph_config_answers_when_the_stored_graph_is_a_bomb(tmp_path):
+    """The running bot's path: the graph retriever refuses the file, rebuilds it from the index."""
+    from core.kg.build import KnowledgeGraphs
+    from storage.embedded import EmbeddedIndex
+    from storage.embedder import HashingEmbedder
+
+    index = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder(32))
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    store = KGStore(tmp_path / "kg")
+    store.directory.mkdir()
+    store.path("toy").write_bytes(_doubling_bomb(40))
+    graphs = KnowledgeGraphs(index, store, OfflineExtractor)
+    retriever = _finishes(lambda: graphs("toy"))
+    assert retriever is not None
+    assert store.load("toy").source_version == {"toy-doc": "h1"}  # rebuilt and saved over the bomb

@@ -8,6 +8,7 @@ rewrite, prompt-injection hygiene and the settings wiring.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from types import SimpleNamespace
@@ -210,7 +211,7 @@ def test_malformed_reply_falls_back_to_the_offline_rewriter(fake, bad):
 
 def test_529_outage_falls_back_quickly_and_then_the_circuit_stops_calls(fake, tmp_path, caplog):
     fake.default = overloaded()
-    recorder = JsonlFailureRecorder(tmp_path / "llm_failures.jsonl")
+    recorder = JsonlFailureRecorder(tmp_path / "llm_failures.jsonl", keep_text=True)
     rewriter = make_rewriter(
         fake,
         recorder=recorder,
@@ -334,7 +335,8 @@ def test_wiring_without_key_is_offline_and_with_key_is_the_fast_model(fake, tmp_
     assert fake.last_body["model"] == "claude-haiku-4-5" and fake.last_body["temperature"] == 0.0
     assert rewriter.rewrite("And the penalties?", HISTORY, 1).model == "offline"
     (row,) = JsonlFailureRecorder(tmp_path / "llm_failures.jsonl").read()
-    assert row["question"] == "And the penalties?" and row["stage"] == "rewrite"
+    assert "question" not in row and row["stage"] == "rewrite"  # no text without HYPA_LOG_MESSAGE_TEXT
+    assert row["question_chars"] == len("And the penalties?")
 
 
 def test_wiring_with_real_settings_and_a_shared_client(fake, tmp_path):
@@ -346,3 +348,19 @@ def test_wiring_with_real_settings_and_a_shared_client(fake, tmp_path):
     rewriter = rewriter_from_settings(settings, client=client)
     assert isinstance(rewriter, LLMRewriter) and rewriter.client is client
     assert rewriter.config.model == settings.fast_model
+
+
+@pytest.mark.parametrize("keep_text", [False, True])
+def test_a_reply_that_is_not_json_is_quoted_only_with_log_message_text(fake, tmp_path, caplog, keep_text):
+    """The start of the model's reply (a rewrite of the user's question) explains a malformed-response
+    failure but is message text: never in the logged error, in the failure file only with the setting."""
+    reply_text = "The user asks whether the acme screening tool needs an audit"
+    fake.default = rewrite_reply("", raw=reply_text)
+    recorder = JsonlFailureRecorder(tmp_path / "llm_failures.jsonl", keep_text=keep_text)
+    with caplog.at_level(logging.WARNING):
+        assert make_rewriter(fake, recorder=recorder).rewrite(FOLLOW_UP, HISTORY, 1).model == "offline"
+    assert "failed (malformed response: rewrite is not JSON (60 characters))" in caplog.text
+    assert "acme" not in caplog.text
+    (row,) = recorder.read()
+    assert row["error_class"] == "MalformedResponseError" and "acme" not in row["message"]
+    assert (row.get("excerpt") == reply_text) is keep_text

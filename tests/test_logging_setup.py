@@ -125,3 +125,58 @@ def test_configure_twice_keeps_one_handler(capture):
     logging.getLogger("hypa.test").info("once")
     assert len(_lines(stream)) == 1
     assert sum(1 for h in logging.getLogger().handlers if getattr(h, "_hypa_handler", False)) == 1
+
+
+QUESTION_TEXT = "Must the acme hiring tool be audited before 2027?"
+PROVISION_TEXT = "An employer shall notify each candidate ten business days before use."
+
+
+def _talk_through_the_real_clients() -> None:
+    """One Messages API call with the anthropic SDK, one sendMessage with python-telegram-bot and one
+    chat.postMessage with slack_sdk, each against its local fake, carrying the texts."""
+    import asyncio
+
+    import anthropic
+    from slack_sdk import WebClient
+    from telegram import Bot
+
+    from tests.fakes.anthropic_server import FakeAnthropic, message, reply
+    from tests.fakes.slack_server import FakeSlack
+    from tests.fakes.telegram_server import FakeTelegram
+
+    with FakeAnthropic(default=reply(message("Yes."))) as fake:
+        client = anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)
+        client.messages.create(
+            model="claude-test", max_tokens=64,
+            messages=[{"role": "user", "content": f"{QUESTION_TEXT}\n\n{PROVISION_TEXT}"}],
+        )
+
+    async def send(fake: FakeTelegram) -> None:
+        async with Bot(fake.token, base_url=fake.base_url) as bot:
+            await bot.send_message(chat_id=4242, text=PROVISION_TEXT)
+
+    with FakeTelegram() as fake:
+        asyncio.run(send(fake))
+
+    with FakeSlack() as fake:
+        WebClient(token="xoxb-1111-2222-abcdefABCDEF", base_url=fake.base_url).chat_postMessage(
+            channel="C0CHANNEL", text=QUESTION_TEXT
+        )
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_debug_level_keeps_message_text_out_of_library_logs_unless_enabled(capture, enabled):
+    """HYPA_LOG_LEVEL=DEBUG: the anthropic SDK logs its request options and PTB the sendMessage
+    parameters at DEBUG; with HYPA_LOG_MESSAGE_TEXT off no question or provision text may appear."""
+    stream = capture(_settings(log_level="DEBUG", log_message_text=enabled))
+    logging.getLogger("core.test").debug("our own debug line stays")
+    _talk_through_the_real_clients()
+    output = stream.getvalue()
+    loggers = {line["logger"] for line in _lines(stream)}
+    assert "core.test" in loggers
+    if enabled:  # the libraries do log the text: the test would see it
+        assert QUESTION_TEXT in output and PROVISION_TEXT in output
+        assert {"anthropic._base_client", "telegram.Bot", "slack_sdk.web.base_client"} <= loggers
+    else:
+        assert QUESTION_TEXT not in output and PROVISION_TEXT not in output
+        assert "HYPA_LOG_MESSAGE_TEXT=true includes them" in output  # says why the library lines are missing

@@ -375,7 +375,7 @@ def test_health_readiness_and_metrics_share_the_port(bot, fake):
     ask(bot, fake)
     assert httpx.get(f"{bot.base_url}/healthz").json() == {"status": "ok"}
     ready = httpx.get(f"{bot.base_url}/readyz")
-    assert ready.status_code == 200 and ready.json()["checks"] == {"index": True, "database": True}
+    assert ready.status_code == 200 and ready.json()["checks"] == {"index": True, "database": True, "answering": True}
     assert metric(bot, ANSWERED) - answered_before == 1
 
 

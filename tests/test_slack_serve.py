@@ -121,7 +121,7 @@ def test_start_up_checks_the_token_and_the_index(tmp_path, fake):
     with pytest.raises(SlackSetupError, match="hypa index build ll144"):
         warm_up(empty_server.components)
     ready = TestClient(empty_server.http_app).get("/readyz")  # bot.health's checks, mounted by build_slack_server
-    assert ready.status_code == 503 and ready.json()["checks"] == {"index": False, "database": True}
+    assert ready.status_code == 503 and ready.json()["checks"] == {"index": False, "database": True, "answering": True}
     for s in (server, empty_server):
         s.components.store.close()
 

@@ -458,3 +458,45 @@ def test_webhook_mode_registers_the_webhook_and_checks_the_secret(tmp_path, fake
         time.sleep(0.2)
         assert len(fake.calls_of("sendMessage")) == 1 and len(bot.store.answers()) == 1
         assert client.get("/readyz").json()["ready"] is True
+
+
+def test_an_unreachable_api_while_polling_logs_one_line_per_failure_without_a_traceback(tmp_path, fake, caplog):
+    """python-telegram-bot logs a full traceback for every failed getUpdates (PTB retries with
+    back-off); one line per failure is what an operator needs."""
+    bot = BotProcess(tmp_path, fake)
+    with caplog.at_level(logging.DEBUG, logger="telegram"), caplog.at_level(logging.INFO, logger="adapters"), \
+            bot.running():
+        eventually(lambda: fake.calls_of("getUpdates"), what="the first poll")
+        fake.fail_next("getUpdates", 502, "Bad Gateway")
+        fake.fail_next("getUpdates", 502, "Bad Gateway")
+        eventually(lambda: len([c for c in fake.calls_of("getUpdates") if c.status == 502]) == 2, what="two failed polls")
+        failed_at = fake.calls_of("getUpdates")[-1].at
+        eventually(lambda: any(c.status == 200 and c.at > failed_at for c in fake.calls_of("getUpdates")),
+                   what="polling to recover")
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        answers_in(fake, CHAT["id"])  # and the bot still answers
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r for r in warnings if r.exc_info] == []  # no traceback, from PTB or from us
+    polling = [r.getMessage() for r in warnings if "getUpdates" in r.getMessage()]
+    assert len(polling) == 2 and all("\n" not in line for line in polling)
+    assert "(NetworkError: Bad Gateway), 1 time(s) in a row; retrying in 1 s" in polling[0]
+    assert "2 time(s) in a row; retrying in 1.5 s" in polling[1]  # PTB's back-off: 1 s, x1.5, at most 30 s
+    assert any("getUpdates answers again after 2 failed poll(s)" in r.getMessage() for r in caplog.records)
+
+
+def test_a_long_outage_stays_a_few_log_lines(caplog):
+    """40 failed polls in a row (PTB's back-off reaches its 30 s cap): lines for the 1st, 2nd, 4th,
+    ..., 32nd, then one when polling works again."""
+    from telegram.error import NetworkError
+
+    from adapters.telegram.polling import PollingHealth
+
+    health = PollingHealth()
+    with caplog.at_level(logging.INFO, logger="adapters.telegram.polling"):
+        for _ in range(40):
+            health.failed(NetworkError("httpx.ConnectError: All connection attempts failed"))
+        health.answered()
+    lines = [r.getMessage() for r in caplog.records]
+    assert [int(line.split(", ")[1].split(" ")[0]) for line in lines[:-1]] == [1, 2, 4, 8, 16, 32]
+    assert "retrying in 30 s" in lines[-2] and lines[-1].endswith("after 40 failed poll(s)")
+    assert health.failures == 0 and health.next_delay_s == 0

@@ -15,6 +15,7 @@ from telegram import Update
 from telegram.ext import AIORateLimiter, Application
 
 from adapters.telegram.handlers import TelegramHandlers
+from adapters.telegram.polling import ObservedPollRequest, PollingHealth
 
 # message_reaction is delivered only when asked for explicitly (and callback_query for the buttons).
 ALLOWED_UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY, Update.MESSAGE_REACTION]
@@ -48,7 +49,11 @@ class TelegramConfig:
         return path if path and path != "/" else DEFAULT_WEBHOOK_PATH
 
 
-def build_application(config: TelegramConfig, handlers: TelegramHandlers) -> Application:
+def build_application(
+    config: TelegramConfig, handlers: TelegramHandlers, polling: PollingHealth | None = None
+) -> Application:
+    """`polling`: told about each getUpdates (adapters/telegram/polling.py); give the same one to
+    telegram_lifespan, which makes it the polling's error callback."""
     builder = (
         Application.builder()
         .token(config.token)
@@ -60,13 +65,16 @@ def build_application(config: TelegramConfig, handlers: TelegramHandlers) -> App
     )
     if config.webhook_mode:
         builder = builder.updater(None)
+    elif polling is not None:
+        builder = builder.get_updates_request(ObservedPollRequest(polling))
     application = builder.build()
     handlers.register(application)
     return application
 
 
-def telegram_lifespan(application: Application, config: TelegramConfig) -> Callable:
-    """A Starlette lifespan: initialize (getMe), start handling, then poll or register the webhook."""
+def telegram_lifespan(application: Application, config: TelegramConfig, polling: PollingHealth | None = None) -> Callable:
+    """A Starlette lifespan: initialize (getMe), start handling, then poll or register the webhook.
+    A failed poll is one log line through `polling` (PTB's own callback logs a traceback each time)."""
 
     @asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
@@ -80,7 +88,8 @@ def telegram_lifespan(application: Application, config: TelegramConfig) -> Calla
                 else:
                     assert application.updater is not None
                     await application.updater.start_polling(
-                        allowed_updates=ALLOWED_UPDATES, timeout=config.poll_timeout_s
+                        allowed_updates=ALLOWED_UPDATES, timeout=config.poll_timeout_s,
+                        error_callback=polling.failed if polling is not None else None,
                     )
                 yield
             finally:

@@ -338,5 +338,7 @@ def answer_generator_from_settings(settings: Any, fallback: Any, recorder: Any =
         path = getattr(settings, "llm_failures_path", None)
         if path is None and getattr(settings, "data_dir", None) is not None:
             path = settings.data_dir / "llm_failures.jsonl"
-        recorder = JsonlFailureRecorder(path) if path is not None else None
+        # The question's text only with HYPA_LOG_MESSAGE_TEXT, like the logs.
+        keep_text = bool(getattr(settings, "log_message_text", False))
+        recorder = JsonlFailureRecorder(path, keep_text=keep_text) if path is not None else None
     return FallbackGenerator(generator, fallback, recorder)

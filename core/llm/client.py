@@ -53,6 +53,7 @@ class LLMError(Exception):
         counts_as_outage: bool = True,
         usage: Usage | None = None,
         diagnostics: dict[str, int] | None = None,
+        excerpt: str = "",
     ) -> None:
         super().__init__(message)
         if reason is not None:
@@ -63,6 +64,9 @@ class LLMError(Exception):
         self.counts_as_outage = counts_as_outage  # does it count towards opening the circuit?
         self.usage = usage  # tokens already spent, when the API answered (e.g. ungrounded answer)
         self.diagnostics = dict(diagnostics or {})
+        # Model or user text that explains the failure (e.g. the start of a reply that is not JSON):
+        # never in the message, which is logged; the failure file keeps it with HYPA_LOG_MESSAGE_TEXT.
+        self.excerpt = excerpt
 
 
 class LLMUnavailable(LLMError):
@@ -332,7 +336,7 @@ def reply_json_object(text: str, what: str) -> dict[str, Any]:
         # Tolerate text around the object: take the first '{' to the last '}'.
         start, end = body.find("{"), body.rfind("}")
         if start == -1 or end <= start:
-            raise MalformedResponseError(f"{what} is not JSON: {body[:80]!r}") from None
+            raise MalformedResponseError(f"{what} is not JSON ({len(body)} characters)", excerpt=body[:80]) from None
         try:
             data = json.loads(body[start : end + 1])
         except ValueError as exc:

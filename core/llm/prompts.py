@@ -4,9 +4,10 @@
 comment (`<!-- ... -->`) is a note for maintainers and is stripped. Names are plain file stems
 (letters, digits, `_`, `-`, `.`), so a name can never reach outside the prompts directory.
 
-The directory is looked up in order: the `directory` argument, `<repo>/prompts` (a source checkout),
-`./prompts` (the Docker image's WORKDIR /app, where the package itself is installed into
-site-packages).
+`prompts/` is a package whose files are package data (pyproject.toml), so the directory is the same
+in a source checkout and in an installed wheel: the `directory` argument first, then that package's
+folder. (Before, an installed hypa looked for `<site-packages>/../prompts` and `./prompts`, found
+neither, and every `hypa ask` with ANTHROPIC_API_KEY died with PromptNotFound.)
 """
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import prompts as _shipped_prompts
+
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _LEADING_COMMENT = re.compile(r"\A\s*<!--.*?-->\s*", re.DOTALL)
-REPO_PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+SHIPPED_PROMPTS_DIR = Path(next(iter(_shipped_prompts.__path__))).resolve()
 
 
 class PromptNotFound(FileNotFoundError):
@@ -25,7 +28,7 @@ class PromptNotFound(FileNotFoundError):
 
 def prompt_dirs(directory: Path | None = None) -> list[Path]:
     dirs = [directory] if directory is not None else []
-    dirs += [REPO_PROMPTS_DIR, Path.cwd() / "prompts"]
+    dirs.append(SHIPPED_PROMPTS_DIR)
     return dirs
 
 

@@ -244,7 +244,9 @@ def rewriter_from_settings(settings: Any, *, client: ClaudeClient | None = None,
         path = getattr(settings, "llm_failures_path", None)
         if path is None and getattr(settings, "data_dir", None) is not None:
             path = settings.data_dir / "llm_failures.jsonl"
-        recorder = JsonlFailureRecorder(path) if path is not None else None
+        # The question's text only with HYPA_LOG_MESSAGE_TEXT, like the logs.
+        keep_text = bool(getattr(settings, "log_message_text", False))
+        recorder = JsonlFailureRecorder(path, keep_text=keep_text) if path is not None else None
     config = LLMRewriterConfig(
         model=_setting(settings, "fast_model", DEFAULT_FAST_MODEL) or DEFAULT_FAST_MODEL,
         max_tokens=int(_setting(settings, "rewrite_max_tokens", 400)),
