@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
+from adapters.citations import sources
 from core.conversation import ConversationService, FeedbackEvent, IncomingMessage, Reply
 from core.types import Answer, PipelineResult
 
@@ -31,19 +32,18 @@ def render_result(console: Console, result: PipelineResult) -> None:
 
 
 def render_reply(console: Console, reply: Reply | Answer) -> None:
-    """An answer (a chat Reply or a pipeline Answer: the same fields) and its numbered, quoted sources."""
+    """An answer (a chat Reply or a pipeline Answer: the same fields) and its numbered sources (with
+    their quotes when the answer does not show them)."""
     style = "yellow" if reply.refused else "green"
     console.print(Panel(escape(reply.text), title="answer", border_style=style))
     if reply.note:
         console.print(f"[dim]note: {escape(reply.note)}[/]")
-    seen: set[int] = set()
-    for c in reply.citations:
-        head = f"[{c.n}] {c.label}" if c.n not in seen else f"    {c.label}"
-        seen.add(c.n)
-        quote = " ".join(c.quote.split())
+    for source in sources(reply.citations, reply.text):
+        head = f"[{source.n}] " + "; ".join(source.labels)
+        quote = " ".join(source.quote.split())
         if len(quote) > QUOTE_CHARS:
             quote = quote[: QUOTE_CHARS - 1] + "…"
-        console.print(f"[bold]{escape(head)}[/]  [dim]“{escape(quote)}”[/]")
+        console.print(f"[bold]{escape(head)}[/]" + (f"  [dim]“{escape(quote)}”[/]" if quote else ""))
 
 
 def run_chat(console: Console, service: ConversationService, user: str) -> None:

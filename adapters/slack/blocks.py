@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from adapters.citations import sources
 from adapters.slack.text import answer_mrkdwn, escape_mrkdwn, split_text
 from core.conversation import Rating, Reply
 
@@ -61,19 +62,16 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def source_lines(reply: Reply) -> list[str]:
-    """One line per cited number: "*[1]* label — “quote”" (a number citing two provisions lists both)."""
-    by_number: dict[int, list[tuple[str, str]]] = {}
-    for c in reply.citations:
-        by_number.setdefault(c.n, []).append((c.label, c.quote))
+    """One line per cited number: "*[1]* label — “quote”" (a number citing two provisions lists both;
+    the quote only when the answer does not show it already)."""
+    listed = sources(reply.citations, reply.text)
     lines = []
-    for n in sorted(by_number)[:MAX_SOURCES]:
-        labels = "; ".join(dict.fromkeys(escape_mrkdwn(label) for label, _ in by_number[n]))
-        quote = next((q for _, q in by_number[n] if q.strip()), "")
-        line = f"*[{n}]* {labels}"
-        if quote:
-            line += f" — _“{escape_mrkdwn(_shorten(quote, QUOTE_CHARS))}”_"
+    for source in listed[:MAX_SOURCES]:
+        line = f"*[{source.n}]* " + "; ".join(escape_mrkdwn(label) for label in source.labels)
+        if source.quote:
+            line += f" — _“{escape_mrkdwn(_shorten(source.quote, QUOTE_CHARS))}”_"
         lines.append(line)
-    hidden = len(by_number) - MAX_SOURCES
+    hidden = len(listed) - MAX_SOURCES
     if hidden > 0:
         lines.append(f"_…and {hidden} more source{'s' if hidden > 1 else ''}_")
     return lines

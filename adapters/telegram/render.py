@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
+from adapters.citations import sources
 from core.conversation import Reply
 
 TELEGRAM_TEXT_LIMIT = 4096
@@ -83,15 +84,14 @@ def render_plain(text: str, limit: int = TELEGRAM_TEXT_LIMIT) -> list[str]:
 
 
 def _source_blocks(reply: Reply) -> list[str]:
+    """One block per cited number; its quote only when the answer does not show it already."""
     if not reply.citations:
         return []
     blocks = ["<b>Sources</b>"]
-    seen: set[int] = set()
-    for c in reply.citations:
-        label = _escape(_shorten(clean(c.label), LABEL_CHARS))
-        head = f"[{c.n}] <b>{label}</b>" if c.n not in seen else f"      <b>{label}</b>"
-        seen.add(c.n)
-        quote = _shorten(" ".join(clean(c.quote).split()), QUOTE_CHARS)
+    for source in sources(reply.citations, reply.text):
+        labels = "; ".join(_escape(_shorten(clean(label), LABEL_CHARS)) for label in source.labels)
+        head = f"[{source.n}] <b>{labels}</b>"
+        quote = _shorten(" ".join(clean(source.quote).split()), QUOTE_CHARS)
         blocks.append(f"{head}\n<i>“{_escape(quote)}”</i>" if quote else head)
     return blocks
 
