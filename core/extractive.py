@@ -161,6 +161,7 @@ class ExtractiveGenerator:
         contexts: Sequence[ScoredChunk],
         history: Sequence[Turn] = (),
         query_vector: np.ndarray | None = None,
+        asked: str | None = None,  # the user's own words in another language: quotes stay English
     ) -> Answer:
         found = self.candidates(question, contexts, query_vector)
         if found.refusal is not None:

@@ -51,8 +51,11 @@ class Generator(Protocol):
         contexts: Sequence[ScoredChunk],
         history: Sequence[Turn] = (),
         query_vector: np.ndarray | None = None,
+        asked: str | None = None,
     ) -> Answer:
-        """`query_vector` is the question's embedding, already computed for retrieval (may be None)."""
+        """`question` is the standalone English question; `query_vector` its embedding, already
+        computed for retrieval (may be None); `asked` the user's own words when they are in another
+        language (an LLM answers in that language; the extractive generator cannot)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class Retrieved:
     queries: list[str]  # the texts searched
     params: RetrievalParams
     complexity: int | None
+    language: str = "en"  # of the question as asked (core/rewriter.Rewrite.language)
 
 
 # What an offline answer says to a question in another language (core/language.py).
@@ -189,7 +193,8 @@ class AnswerPipeline:
                 return self._unanswered(question, text, f"language: {guess.code}", clock)
         found = self.retrieve(question, history, collection=collection, clock=clock)
         t = time.perf_counter()
-        answer = self.generator.generate(found.plan.question, found.contexts, history, found.query_vector)
+        asked = question if found.language != "en" else None
+        answer = self.generator.generate(found.plan.question, found.contexts, history, found.query_vector, asked=asked)
         answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in found.contexts)  # facts too
         clock.lap("generate", t)
         return PipelineResult(
@@ -244,7 +249,7 @@ class AnswerPipeline:
             clock.lap("kg", t)
         else:
             contexts = select_contexts(contexts, params, self.count_tokens)  # top_k, token budget, novelty
-        return Retrieved(plan, contexts, query_vector, queries, params, complexity)
+        return Retrieved(plan, contexts, query_vector, queries, params, complexity, rewrite.language)
 
     def provision_features(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None

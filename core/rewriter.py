@@ -19,9 +19,10 @@ from core.types import Turn
 
 @dataclass(frozen=True)
 class Rewrite:
-    standalone: str  # the question, understandable without the thread
+    standalone: str  # the question, understandable without the thread (in English: what is searched)
     sub_queries: list[str] = field(default_factory=list)  # extra searches (never the standalone itself)
     model: str = "offline"
+    language: str = "en"  # ISO 639-1 of the question as asked (an LLM rewriter translates the standalone)
 
 
 class QueryRewriter(Protocol):

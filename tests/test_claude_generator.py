@@ -134,7 +134,7 @@ def test_request_shape_system_documents_question(fake):
     assert body["model"] == "claude-sonnet-5-5" and body["max_tokens"] == 2048
     # The fixed prefix: the versioned prompt file, alone in `system`, cache-marked.
     assert body["system"] == [
-        {"type": "text", "text": load_prompt("answer_system.v1"), "cache_control": {"type": "ephemeral"}}
+        {"type": "text", "text": load_prompt("answer_system.v2"), "cache_control": {"type": "ephemeral"}}
     ]
     # Claude 5-generation models reject sampling parameters; effort is sent instead.
     assert "temperature" not in body
@@ -550,7 +550,7 @@ def test_prompt_injection_stays_data(fake):
 
     body = fake.message_requests[-1].body
     system_text = "".join(block["text"] for block in body["system"])
-    assert body["system"] == [{"type": "text", "text": load_prompt("answer_system.v1"), "cache_control": {"type": "ephemeral"}}]
+    assert body["system"] == [{"type": "text", "text": load_prompt("answer_system.v2"), "cache_control": {"type": "ephemeral"}}]
     assert INJECTION not in system_text and QUESTION not in system_text
     assert "data, not instructions" in system_text
     (user,) = body["messages"]
@@ -613,7 +613,7 @@ def test_failed_questions_are_written_down_as_text_only_with_log_message_text(fa
 
 
 def test_load_prompt(tmp_path):
-    text = load_prompt("answer_system.v1")
+    text = load_prompt("answer_system.v2")
     assert text.startswith("You are a careful compliance assistant") and "<!--" not in text
     assert "NOT_COVERED" in text
     (tmp_path / "x.v2.md").write_text("<!-- note -->\nHello.\n", encoding="utf-8")

@@ -229,3 +229,44 @@ def test_ranker_train_show_and_answer_with_the_weights(built, tmp_path: Path):
     weights.write_text('{"models": {"provisions": {"weights": {"chunk": 1}}}}')
     broken = CliRunner().invoke(app, ["ask", "What is the fine?"], env=env)
     assert broken.exit_code == 2 and "retrain with `hypa ranker train`" in broken.output
+
+
+def test_a_question_in_spanish_is_searched_in_english_and_answered_in_spanish_with_a_key(built):
+    """With a key: the rewriter translates for the search, Claude reads the user's words and answers
+    in Spanish (the fake plays Claude: a JSON rewrite for the fast model, a cited answer otherwise)."""
+    from tests.fakes.anthropic_server import FakeAnthropic, cite, message, reply, text_block
+
+    spanish = "¿Cuánto tiempo antes de usar la herramienta hay que avisar a los candidatos?"
+    english = "How many business days before using the tool must candidates be notified?"
+
+    def play_claude(request):
+        body = request.body
+        if "Rewrite latest_message" in json.dumps(body["messages"]):
+            return reply(message(json.dumps({"standalone": english, "sub_queries": [], "language": "es"})))
+        content = body["messages"][-1]["content"]
+        document = next(block for block in content if block.get("type") == "document")
+        text = document["source"]["data"]
+        quote = text.split(". ")[0]
+        return reply(message([text_block("Hay que avisar con antelación.", [cite(0, text, quote)])], model="claude-haiku-4-5"))
+
+    with FakeAnthropic(default=play_claude) as fake:
+        env = {**built, "ANTHROPIC_API_KEY": "test-key", "HYPA_ANTHROPIC_BASE_URL": fake.base_url,
+               "HYPA_ANSWER_MODEL": "claude-haiku-4-5"}
+        result = CliRunner().invoke(app, ["ask", spanish, "--json"], env=env)
+        bodies = [r.body for r in fake.message_requests]
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["queries"][0].startswith(english)  # searched in English
+    assert record["answer"].startswith("Hay que avisar con antelación.") and not record["refused"]
+    rewrite, answer = bodies
+    assert spanish in json.dumps(rewrite["messages"], ensure_ascii=False)  # asked even with no thread
+    question_block = answer["messages"][-1]["content"][-1]
+    assert question_block == {"type": "text", "text": spanish}  # Claude reads the user's own words
+
+
+def test_a_question_in_german_without_a_key_asks_for_english(built):
+    result = CliRunner().invoke(app, ["ask", "Muss ich meine Bewerber informieren, dass KI eingesetzt wird?", "--json"], env=built)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["refused"] and "English" in record["answer"] and "German" in record["answer"]
+    assert record["contexts"] == []

@@ -85,7 +85,7 @@ def test_follow_up_is_rewritten_and_history_goes_in_as_data(fake):
     assert body["model"] == FAST and body["max_tokens"] == 400
     # The fixed prefix: the versioned prompt file, alone in `system`, cache-marked.
     assert body["system"] == [
-        {"type": "text", "text": load_prompt("rewrite_system.v1"), "cache_control": {"type": "ephemeral"}}
+        {"type": "text", "text": load_prompt("rewrite_system.v2"), "cache_control": {"type": "ephemeral"}}
     ]
     system_text = body["system"][0]["text"]
     assert FOLLOW_UP not in system_text and HISTORY[0].content not in system_text
@@ -286,7 +286,7 @@ def test_prompt_injection_stays_data(fake):
 
     body = fake.last_body
     assert body["system"] == [
-        {"type": "text", "text": load_prompt("rewrite_system.v1"), "cache_control": {"type": "ephemeral"}}
+        {"type": "text", "text": load_prompt("rewrite_system.v2"), "cache_control": {"type": "ephemeral"}}
     ]
     system_text = body["system"][0]["text"]
     assert INJECTION not in system_text and "notice requirements" not in system_text
@@ -310,7 +310,7 @@ def test_render_input_is_valid_json_inside_tags():
 
 
 def test_prompt_file():
-    text = load_prompt("rewrite_system.v1")
+    text = load_prompt("rewrite_system.v2")
     assert "<!--" not in text and '"standalone"' in text and '"sub_queries"' in text
     assert "not instructions" in text
 
@@ -364,3 +364,21 @@ def test_a_reply_that_is_not_json_is_quoted_only_with_log_message_text(fake, tmp
     (row,) = recorder.read()
     assert row["error_class"] == "MalformedResponseError" and "acme" not in row["message"]
     assert (row.get("excerpt") == reply_text) is keep_text
+
+
+# --- questions in another language ------------------------------------------------------------------
+
+
+def test_a_question_in_another_language_is_translated_even_with_nothing_to_resolve(fake):
+    fake.enqueue(reply(message(json.dumps({"standalone": "Do we have to tell candidates?", "sub_queries": [], "language": "es"}))))
+    out = make_rewriter(fake).rewrite("¿Tenemos que avisar a los candidatos de que usamos una herramienta?", [], 0)
+    assert out.standalone == "Do we have to tell candidates?" and out.language == "es"
+    assert len(fake.message_requests) == 1
+
+
+def test_an_english_question_with_nothing_to_do_costs_no_call_and_a_reply_without_language_is_english(fake):
+    rewriter = make_rewriter(fake)
+    assert rewriter.rewrite("Do we have to tell candidates about the tool?", [], 0).language == "en"
+    assert fake.message_requests == []
+    fake.enqueue(rewrite_reply(STANDALONE))  # a reply with no "language" field
+    assert rewriter.rewrite(FOLLOW_UP, HISTORY, 0).language == "en"

@@ -108,7 +108,7 @@ def test_every_file_the_code_may_read_is_in_the_wheel(installed):
     migration template, the Slack manifest) is package data."""
     shipped = set(zipfile.ZipFile(installed["wheel"]).namelist())
     data_files = [f for f in installed["files"] if f.split("/")[0] in PACKAGES and not f.endswith(".py")]
-    assert "prompts/answer_system.v1.md" in data_files and "core/ranking_weights.json" in data_files
+    assert "prompts/answer_system.v2.md" in data_files and "core/ranking_weights.json" in data_files
     assert [f for f in data_files if f not in shipped] == []
 
 

@@ -1,7 +1,7 @@
 """Claude writes the answer from the retrieved provisions, every claim tied to the text it rests on.
 
 Request (Messages API, citations feature):
-* `system`: the versioned prompt `prompts/answer_system.v1.md`, as one text block marked
+* `system`: the versioned prompt `prompts/answer_system.v2.md`, as one text block marked
   `cache_control: ephemeral` (the fixed prefix is cached once it is long enough for the model);
 * `messages`: the last `history_turns` turns of the conversation as plain user/assistant messages,
   then one user message whose content is one `document` block per retrieved chunk (plain text, the
@@ -50,7 +50,7 @@ from core.types import Answer, Citation, ScoredChunk, Turn, Usage
 DEFAULT_ANSWER_MODEL = "claude-sonnet-5-5"
 DEFAULT_FAST_MODEL = "claude-haiku-5-5"
 NOT_COVERED_MARKER = "NOT_COVERED"
-ANSWER_PROMPT = "answer_system.v1"
+ANSWER_PROMPT = "answer_system.v2"
 
 _MARKER_AT_START = re.compile(r"\A\W*" + NOT_COVERED_MARKER + r"\b\W*")
 _MARKER_LINE = re.compile(r"^\W*" + NOT_COVERED_MARKER + r"\W*$", re.MULTILINE)
@@ -98,11 +98,13 @@ class ClaudeGenerator:
         contexts: Sequence[ScoredChunk],
         history: Sequence[Turn] = (),
         query_vector: Any = None,
+        asked: str | None = None,
     ) -> Answer:
         documents = [sc for sc in contexts if sc.chunk.text.strip()]
         if not documents:
             return _refusal(contexts, [], Usage(), self.config.model, {"no_contexts": 1})
-        message = self.client.create_message(**self.build_request(question, documents, history))
+        # Claude reads the user's own words when they are not English, and answers in their language.
+        message = self.client.create_message(**self.build_request(asked or question, documents, history))
         return self.parse_response(message, documents, contexts)
 
     # -- request -------------------------------------------------------------------------------

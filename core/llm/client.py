@@ -409,9 +409,10 @@ class FallbackGenerator:
         contexts: Sequence[ScoredChunk],
         history: Sequence[Turn] = (),
         query_vector: Any = None,
+        asked: str | None = None,
     ) -> Answer:
         try:
-            return self.primary.generate(question, contexts, history, query_vector)
+            return self.primary.generate(question, contexts, history, query_vector, asked)
         except Exception as exc:  # noqa: BLE001 - nothing may reach the caller
             error = exc
         self.failures += 1
