@@ -30,6 +30,11 @@ class Metrics:
             ["model", "kind"], registry=self.registry,
         )
         self.errors = Counter("hypa_errors_total", "Errors by component.", ["component"], registry=self.registry)
+        self.rejected = Counter(
+            "hypa_rejected_requests_total",
+            "HTTP requests refused before any handling, by path and reason (too_large, bad_signature, ...).",
+            ["path", "reason"], registry=self.registry,
+        )
         self.feedback = Counter(
             "hypa_feedback_total", "Feedback events by platform and rating (+1|-1|0 removed).",
             ["platform", "rating"], registry=self.registry,
@@ -53,6 +58,9 @@ class Metrics:
 
     def count_error(self, component: str) -> None:
         self.errors.labels(component).inc()
+
+    def count_rejected(self, path: str, reason: str) -> None:
+        self.rejected.labels(path, reason).inc()
 
     def count_feedback(self, platform: str, rating: int) -> None:
         self.feedback.labels(platform, f"{rating:+d}" if rating else "0").inc()

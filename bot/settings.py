@@ -126,6 +126,8 @@ class Settings(BaseSettings):
     telegram_webhook_secret: str = Field(default="", validation_alias="TELEGRAM_WEBHOOK_SECRET")
     http_host: str = "0.0.0.0"
     http_port: int = Field(default=3000, ge=1, le=65535)
+    # Larger request bodies get 413 before any route reads them (Slack's and Telegram's are a few KB).
+    http_max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     # SQLAlchemy URL for threads, answers and feedback; empty = SQLite file in the data directory.
     database_url: str = ""
     # Per-workspace collections, e.g. {"T0123ABC": "ws-T0123ABC", "-1001234": "ws-legal"} (JSON in the

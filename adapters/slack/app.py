@@ -28,6 +28,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from adapters.delivery import MAX_CONCURRENT_ANSWERS, is_first_delivery
@@ -51,6 +52,7 @@ from adapters.slack.events import (
     slack_time,
     to_incoming,
 )
+from adapters.slack.request_gate import Refusal, SlackRequestGate
 from adapters.slack.tasks import BackgroundTasks
 from adapters.slack.text import rating_for_reaction
 from bot.metrics import Metrics
@@ -133,13 +135,28 @@ class SlackBot:
         self.app.action(_FEEDBACK_ACTION_IDS)(self._on_feedback_button)
 
     def routes(self) -> list[Route]:
-        """`POST /slack/events`: the Events API and interactivity (button clicks) request URL."""
-        handler = AsyncSlackRequestHandler(self.app)
+        """`POST /slack/events`: the Events API and interactivity (button clicks) request URL.
 
-        async def slack_events(request: Request):
+        Every request passes SlackRequestGate (signature first, then a readable body) before bolt
+        parses it; bolt's own verification stays on behind it, and sees only requests that pass."""
+        handler = AsyncSlackRequestHandler(self.app)
+        gate = SlackRequestGate(self.config.signing_secret)
+
+        async def slack_events(request: Request) -> Response:
+            refusal = gate.check(await request.body(), request.headers)  # starlette keeps the body read
+            if refusal is not None:
+                return self._refuse(request, refusal)
             return await handler.handle(request)
 
         return [Route(EVENTS_PATH, slack_events, methods=["POST"])]
+
+    def _refuse(self, request: Request, refusal: Refusal) -> Response:
+        size = request.headers.get("content-length", "?")
+        client = request.client.host if request.client else "?"
+        log.warning("slack request refused (%s): %s bytes from %s", refusal.detail, size, client)
+        if self.metrics is not None:
+            self.metrics.count_rejected(EVENTS_PATH, refusal.reason)
+        return JSONResponse({"error": refusal.detail}, status_code=refusal.status)
 
     def socket_mode_handler(self, app_token: str) -> AsyncSocketModeHandler:
         """A Socket Mode connection (SLACK_APP_TOKEN, xapp-…) dispatching to the same AsyncApp."""
