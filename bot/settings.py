@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     # Chunking. Token counts are in the embedding model's word pieces.
     chunk_tokens: int = Field(default=512, ge=32, le=4096)
     chunk_overlap: int = Field(default=200, ge=0)
+    # `hypa ingest` refuses larger files with a message (a 50 MB text file is ~45,000 chunks and an hour
+    # of embedding on two cores; 10 MB is ten times the EU AI Act's PDF).
+    ingest_max_file_mb: float = Field(default=10.0, gt=0)
 
     # Retrieval (the "default" config). "provisions": every provision scored by the learned ranker
     # over meaning, words, role and fit signals (core/ranking.py); "hybrid": the index's hybrid search.
