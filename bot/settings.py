@@ -92,6 +92,10 @@ class Settings(BaseSettings):
     llm_max_retry_after_s: float = Field(default=20.0, ge=0)
     circuit_failure_threshold: int = Field(default=5, ge=1)
     circuit_reset_s: float = Field(default=30.0, gt=0)
+    # In chat (Slack, Telegram, `hypa chat`), the longest a person waits for Claude: after this many
+    # seconds from their message the quoted, cited answer is shown, and Claude's replaces it when it
+    # arrives. Each wait given up counts towards the circuit breaker. 0 = always show the quoted first.
+    chat_answer_wait_s: float = Field(default=8.0, ge=0)
 
     # --- Knowledge graph (docs/KG.md) ---------------------------------------------------------
     # Triplet extractor at ingest: "offline" (deterministic patterns), "llm" (Claude, cached; needs

@@ -345,4 +345,5 @@ class Components:
             collection=collection or s.collection,
             workspace_collections=s.workspace_collections,
             log_message_text=s.log_message_text,
+            answer_wait_s=s.chat_answer_wait_s,
         )

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -249,6 +250,20 @@ class SlackBot:
         shown_ts = await self._show(channel, thread, placeholder_ts, message)
         if shown_ts and shown_ts != placeholder_ts:
             await self._link(reply.answer_id, channel, shown_ts)
+        if reply.followup is not None and shown_ts:
+            # The quoted answer is shown; Claude's replaces it when it arrives (outside the answer slot).
+            self.tasks.spawn(self._show_followup(channel, thread, shown_ts, reply.followup), name="slack-followup")
+
+    async def _show_followup(self, channel: str, thread: str, ts: str, followup: Future) -> None:
+        try:
+            final = await asyncio.wrap_future(followup)
+        except Exception:  # the quoted answer stays: it is a complete answer
+            log.exception("the late answer for slack message %s/%s could not be stored", channel, ts)
+            self._count_error("slack_answer")
+            return
+        shown_ts = await self._show(channel, thread, ts, render_reply(final))
+        if shown_ts and shown_ts != ts:
+            await self._link(final.answer_id, channel, shown_ts)
 
     async def _show(self, channel: str, thread: str, ts: str | None, message: SlackMessage) -> str | None:
         """Replace the placeholder with `message`; post it anew if that fails. Returns the message ts."""

@@ -339,4 +339,4 @@ def answer_generator_from_settings(settings: Any, fallback: Any, recorder: Any =
         if path is None and getattr(settings, "data_dir", None) is not None:
             path = settings.data_dir / "llm_failures.jsonl"
         recorder = JsonlFailureRecorder(path) if path is not None else None
-    return FallbackGenerator(generator, fallback, recorder)
+    return FallbackGenerator(generator, fallback, recorder, breaker=client.breaker)
