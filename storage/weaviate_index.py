@@ -567,8 +567,18 @@ class WeaviateIndex:
             raise ValueError(f"{len(chunks)} chunks need as many vectors, got {0 if vectors is None else len(vectors)}")
         self.ensure_schema()
         chunk_handle = self._handle(self.class_name, collection)
-        self._insert(collection, doc_id, chunk_handle, chunks, content_hash, vectors, on_batch)
         from weaviate.classes.query import Filter
+
+        try:
+            self._insert(collection, doc_id, chunk_handle, chunks, content_hash, vectors, on_batch)
+        except KeyboardInterrupt:
+            # Ctrl-C (`hypa ingest`) part-way through the batches: take this version's chunks out again,
+            # so the index is as it was (unless this version is the recorded one: then they are it).
+            if self.document_hash(collection, doc_id) != content_hash:
+                partial = collection_filter(collection, doc_id) & Filter.by_property("content_hash").equal(content_hash)
+                _delete_all(chunk_handle, partial, f"chunk(s) of the interrupted import of {collection}/{doc_id}",
+                            "the next ingest of the document replaces them")
+            raise
 
         stale = collection_filter(collection, doc_id) & Filter.by_property("content_hash").not_equal(content_hash)
         _delete_all(chunk_handle, stale, f"chunk(s) of the previous version of {collection}/{doc_id}",

@@ -548,3 +548,25 @@ def test_migrate_keeps_each_documents_source_and_time(fake, tmp_path):
     [original] = source.document_info("toy")
     assert copied == original
     target.close()
+
+
+def test_an_import_interrupted_between_batches_takes_its_chunks_out_again(fake):
+    """Ctrl-C during `hypa ingest` into Weaviate: neither a new document's nor a new version's partial
+    chunks stay searchable."""
+    index = make_index(fake, batch_size=2)
+    chunks = [make_chunk(f"T {i}", f"text number {i}") for i in range(6)]
+    vectors = EMBEDDER.embed_passages([embedded_view(c) for c in chunks])
+
+    def interrupt_after_first_batch(_: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        index.import_document("toy", "toy-doc", "h-new", chunks, vectors, on_batch=interrupt_after_first_batch)
+    assert [o for o in fake.objects("HypaChunk") if o.properties["doc_id"] == "toy-doc"] == []
+    assert index.document_info("toy") == []
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    with pytest.raises(KeyboardInterrupt):
+        index.import_document("toy", "toy-doc", "h2", chunks, vectors, on_batch=interrupt_after_first_batch)
+    assert {o.properties["content_hash"] for o in fake.objects("HypaChunk")} == {"h1"}
+    assert index.chunks("toy") == TOY_CHUNKS
+    index.close()
