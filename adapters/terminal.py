@@ -83,6 +83,26 @@ def run_chat(console: Console, service: ConversationService, user: str) -> None:
         reply = service.handle(message)
         render_reply(console, reply)
         last_answer = reply.answer_id
+        if reply.followup is not None:
+            _show_followup(console, reply)
+
+
+def _show_followup(console: Console, shown: Reply) -> None:
+    """The quoted answer is shown; wait for Claude's (Ctrl-C skips it: the quoted one stands)."""
+    console.print("[dim]waiting for Claude's answer… (Ctrl-C to skip it)[/]")
+    try:
+        final = shown.followup.result()
+    except KeyboardInterrupt:
+        console.print("[dim]skipped; the quoted answer above stands (Claude's is still stored when it arrives)[/]")
+        return
+    except Exception:  # noqa: BLE001 - the quoted answer is complete; say so and go on
+        console.print("[dim]Claude's answer could not be stored; the quoted answer above stands[/]")
+        return
+    if final.text == shown.text:  # Claude failed after all: the quoted answer stands, with the reason
+        console.print(f"[dim]note: {escape(final.note)}[/]")
+        return
+    console.rule("[bold]Claude's answer")
+    render_reply(console, final)
 
 
 def _rate(console: Console, service: ConversationService, answer_id: str, user: str, rating: int, reason: str) -> None:

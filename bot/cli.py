@@ -11,6 +11,7 @@ from typing import Optional
 from bot.cli_common import SetupErrorsAsMessages, command_group, err, fail as _fail, load_settings as _settings, out  # isort: skip
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -29,7 +30,7 @@ app = command_group(
     cls=SetupErrorsAsMessages,
 )
 corpus_app = command_group(help="Official regulation files: list the manifest, fetch and verify them.", no_args_is_help=True)
-index_app = command_group(help="Build and inspect the embedded hybrid index.", no_args_is_help=True)
+index_app = command_group(help="Build, inspect and edit the index: collections and their documents.", no_args_is_help=True)
 eval_app = command_group(help="Run a question set through the pipeline and score it.", no_args_is_help=True)
 app.add_typer(corpus_app, name="corpus")
 app.add_typer(index_app, name="index")
@@ -100,47 +101,146 @@ def corpus_fetch(
 # --- ingestion ----------------------------------------------------------------------------------
 
 
-def _ingest(components, paths: list[Path], collection: str) -> int:
-    """Ingest files with a progress bar; returns the number of failures."""
-    from core.ingestion import expand_paths
+class _FileProgress:
+    """core.ingestion.IngestProgress on a rich progress bar: one task for the file being ingested,
+    restarted at each stage (reading, chunking, embedding chunks, embedding sentences)."""
 
-    files = expand_paths(paths)
+    def __init__(self, progress: Progress, name: str) -> None:
+        self.progress = progress
+        self.name = name
+        self.current = ""
+        self.task = progress.add_task(escape(name), total=None)
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        # A new task rather than a reset: a stage without a total (reading, chunking) shows a pulsing bar.
+        self.current = name
+        self.progress.remove_task(self.task)
+        self.task = self.progress.add_task(escape(f"{self.name}: {name}"), total=total)
+        if not self.progress.console.is_terminal:  # a log or a pipe gets no live bar: one line per stage
+            size = f" ({total})" if total is not None else ""
+            self.progress.console.print(escape(f"{self.name}: {name}{size}"), soft_wrap=True)
+
+    def advance(self, n: int) -> None:
+        self.progress.advance(self.task, n)
+
+    def close(self) -> None:
+        self.progress.remove_task(self.task)
+
+
+def _say_skipped(selection, paths: list[Path]) -> None:
+    """Name the files a directory ingest leaves out (and count the hidden ones)."""
+    from core.ingestion import SUPPORTED_SUFFIXES
+
+    if selection.skipped:
+        roots = [p for p in paths if p.is_dir()]
+
+        def shown(f: Path) -> str:
+            root = next((r for r in roots if f.is_relative_to(r)), None)
+            return str(f.relative_to(root)) if root else str(f)
+
+        names = [shown(f) for f in selection.skipped]
+        listed = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        err.print(
+            f"[yellow]skipped[/] {len(names)} file(s) of a type hypa cannot read "
+            f"(it reads {' '.join(SUPPORTED_SUFFIXES)}): {escape(listed)}",
+            soft_wrap=True,
+        )
+    if selection.hidden:
+        err.print(f"[dim]{selection.hidden} hidden file(s) (names starting with '.') not looked at[/]", soft_wrap=True)
+
+
+def _say_outcome(outcome) -> None:
+    """One line per file (never wrapped: a path or a message may be long)."""
+    name = escape(outcome.path.name)
+    note = f" ({escape(outcome.note)})" if outcome.note else ""
+    if outcome.status == "failed":
+        # A file error leaves the index as it was; a backend error says itself what is left.
+        kept = "" if outcome.error.startswith("index backend:") else " (index unchanged)"
+        err.print(f"[red]failed[/] {escape(str(outcome.path))}: {escape(outcome.error)}{kept}", soft_wrap=True)
+    elif outcome.status == "unchanged":
+        err.print(f"[green]unchanged[/] {name} as '{escape(outcome.doc_id)}'{note}", soft_wrap=True)
+    else:
+        err.print(
+            f"[green]{outcome.status}[/] {name} as '{escape(outcome.doc_id)}': {outcome.chunks} chunks{note}",
+            soft_wrap=True,
+        )
+
+
+def _ingest(components, paths: list[Path], collection: str, *, doc_ids: dict[Path, str] | None = None) -> int:
+    """Ingest files with progress; returns the number of failures. `doc_ids`: explicit ids by file."""
+    from core.ingestion import select_files
+
+    selection = select_files(paths)
+    files = selection.files
     missing = [p for p in files if not p.exists()]
     if missing:
         _fail("no such file: " + ", ".join(map(str, missing)))
+    _say_skipped(selection, paths)
     if not files:
         _fail("no supported files (.pdf .md .txt .html) under " + ", ".join(map(str, paths)))
-    failures = 0
-    with _progress() as progress:
-        task = progress.add_task(f"ingesting into '{collection}'", total=len(files))
-        for path in files:
-            progress.update(task, description=f"ingesting {path.name}")
-            outcome = components.ingest(path, collection, update_graph=False)
-            progress.advance(task)
-            if outcome.status == "failed":
-                failures += 1
-                # A file error leaves the index as it was; a backend error says itself what is left.
-                kept = "" if outcome.error.startswith("index backend:") else " (index unchanged)"
-                err.print(f"[red]failed[/] {path}: {outcome.error}{kept}")
-            else:
-                err.print(f"[green]{outcome.status}[/] {path.name}: {outcome.chunks or 'no new'} chunks")
-        if failures < len(files):  # one graph update for the whole batch (a no-op when nothing changed)
-            progress.update(task, description="updating the knowledge graph")
-            components.update_knowledge_graph(collection)
+    doc_ids = doc_ids or {}
+    failures = done = 0
+    current: _FileProgress | None = None
+    try:
+        with _progress() as progress:
+            overall = progress.add_task(escape(f"ingesting into '{collection}'"), total=len(files))
+            for path in files:
+                current = _FileProgress(progress, path.name)
+                outcome = components.ingest(
+                    path, collection, update_graph=False, doc_id=doc_ids.get(path), progress=current
+                )
+                current.close()
+                progress.advance(overall)
+                done += 1
+                failures += outcome.status == "failed"
+                _say_outcome(outcome)
+            if failures < len(files):  # one graph update for the whole batch (a no-op when nothing changed)
+                progress.update(overall, description="updating the knowledge graph")
+                components.update_knowledge_graph(collection)
+    except KeyboardInterrupt:
+        _say_stopped(current, done, len(files))
+        raise typer.Exit(130) from None
     return failures
+
+
+def _say_stopped(current: _FileProgress | None, done: int, total: int) -> None:
+    if current is None or done == total:
+        where = "while updating the knowledge graph; `hypa kg build` or the next ingest redoes it"
+    elif current.current == "embedding sentences":
+        where = (f"{current.name} is in the index, but not all its sentences are embedded yet: "
+                 "ingest it again to finish (nothing else is redone)")
+    else:
+        where = f"{current.name} was not ingested: the index is as it was before it"
+    err.print(f"[yellow]stopped[/] after {done} of {total} file(s); {escape(where)}", soft_wrap=True)
 
 
 @app.command()
 def ingest(
     paths: list[Path] = typer.Argument(..., help="Files or directories (.pdf, .md, .txt, .html)."),
     collection: str = typer.Option(..., "--collection", "-c", help="Collection to add the documents to."),
+    doc_id: Optional[str] = typer.Option(
+        None, "--as", help="Put one file under this document id, replacing the document that has it."
+    ),
 ) -> None:
     """Chunk regulations along their legal structure and add them to the index.
 
-    Re-ingesting an unchanged file does nothing; a changed file replaces its old chunks.
+    A document is its file: ingesting the same file again updates it (unchanged content is skipped).
+    Its id is the file name (`rules.md` -> `rules`); a different file with the same name is added
+    beside it with its folder in the id (`b-rules`), and the output says so. `hypa index documents`
+    lists what a collection holds; `hypa index remove` takes a document out.
     """
+    from core.ingestion import InvalidDocumentId, check_doc_id
+
     settings = _settings()
-    failures = _ingest(_components(settings), paths, collection)
+    explicit: dict[Path, str] = {}
+    if doc_id is not None:
+        if len(paths) != 1 or paths[0].is_dir():
+            _fail("--as takes exactly one file")
+        try:
+            explicit[paths[0]] = check_doc_id(doc_id)
+        except InvalidDocumentId as exc:
+            _fail(str(exc))
+    failures = _ingest(_components(settings), paths, collection, doc_ids=explicit)
     if failures:
         raise typer.Exit(1)
 
@@ -154,14 +254,63 @@ def index_build(name: str = typer.Argument(..., help="Manifest corpus: ll144 or 
 
 def _build_corpus_index(components, name: str) -> None:
     from bot.corpus import CorpusError, fetch_corpus
+    from core.ingestion import doc_id_for
 
     settings = components.settings
     try:
         files = fetch_corpus(name, settings.corpus_dir, settings.corpus_mirror)
     except CorpusError as exc:
         _fail(str(exc))
-    if _ingest(components, [f.path for f in files], name):
+    # The manifest files keep the ids they always had (`ll144-rules`, `euaiact`): the knowledge graph,
+    # evaluation records and stored answers refer to them.
+    paths = [f.path for f in files]
+    if _ingest(components, paths, name, doc_ids={p: doc_id_for(p) for p in paths}):
         raise typer.Exit(1)
+
+
+@index_app.command("documents")
+def index_documents(collection: str = typer.Argument(..., help="The collection to list.")) -> None:
+    """List a collection's documents: id, chunks, content hash, when and from which file each was ingested."""
+    settings = _settings()
+    components = _components(settings)
+    _check_collection(components, collection)
+    table = Table("document", "chunks", "sha256", "ingested at (UTC)")
+    table.add_column("source", overflow="fold")
+    for info in components.index.document_info(collection):
+        table.add_row(
+            escape(info.doc_id), str(info.chunks), info.content_hash[:12],
+            info.ingested_at.replace("T", " ").removesuffix("Z") or "-", escape(info.source) or "-",
+        )
+    out.print(table)
+
+
+@index_app.command("remove")
+def index_remove(
+    collection: str = typer.Argument(..., help="The collection to remove documents from."),
+    doc_ids: list[str] = typer.Argument(..., help="Document ids, as `hypa index documents` lists them."),
+) -> None:
+    """Remove documents (their chunks and their record) from a collection."""
+    from storage.index import IndexUnavailable, IndexWriteError
+
+    settings = _settings()
+    components = _components(settings)
+    _check_collection(components, collection)
+    held = {info.doc_id: info for info in components.index.document_info(collection)}
+    unknown = [d for d in doc_ids if d not in held]
+    if unknown:  # checked before anything is removed
+        _fail(
+            f"no document {', '.join(repr(d) for d in unknown)} in '{collection}' "
+            f"(it has: {', '.join(sorted(held)) or 'none'}); `hypa index documents {collection}` lists them"
+        )
+    for doc_id in dict.fromkeys(doc_ids):
+        try:
+            components.index.delete_document(collection, doc_id)
+        except (IndexUnavailable, IndexWriteError) as exc:
+            _fail(f"removing '{doc_id}' failed: {exc}")
+        info = held[doc_id]
+        source = f"; it came from {info.source}" if info.source else ""
+        err.print(f"[green]removed[/] '{escape(doc_id)}' ({info.chunks} chunks{escape(source)})", soft_wrap=True)
+    components.update_knowledge_graph(collection)
 
 
 @index_app.command("list")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from core.types import PipelineResult
+from core.types import Answer, PipelineResult
 
 _STAGE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -30,6 +30,11 @@ class Metrics:
             ["model", "kind"], registry=self.registry,
         )
         self.errors = Counter("hypa_errors_total", "Errors by component.", ["component"], registry=self.registry)
+        self.rejected = Counter(
+            "hypa_rejected_requests_total",
+            "HTTP requests refused before any handling, by path and reason (too_large, bad_signature, ...).",
+            ["path", "reason"], registry=self.registry,
+        )
         self.feedback = Counter(
             "hypa_feedback_total", "Feedback events by platform and rating (+1|-1|0 removed).",
             ["platform", "rating"], registry=self.registry,
@@ -40,7 +45,11 @@ class Metrics:
         self.requests.labels(platform, "refused" if result.answer.refused else "answered").inc()
         for stage, ms in result.timings_ms.items():
             self.stage_seconds.labels(stage).observe(ms / 1000.0)
-        usage, model = result.answer.usage, result.answer.model
+        self.count_llm_tokens(result.answer)
+
+    def count_llm_tokens(self, answer: Answer) -> None:
+        """The tokens an answer cost (also for Claude's answer arriving after the quoted one was shown)."""
+        usage, model = answer.usage, answer.model
         for kind, n in (
             ("input", usage.input_tokens), ("output", usage.output_tokens),
             ("cache_read", usage.cache_read_input_tokens), ("cache_creation", usage.cache_creation_input_tokens),
@@ -53,6 +62,9 @@ class Metrics:
 
     def count_error(self, component: str) -> None:
         self.errors.labels(component).inc()
+
+    def count_rejected(self, path: str, reason: str) -> None:
+        self.rejected.labels(path, reason).inc()
 
     def count_feedback(self, platform: str, rating: int) -> None:
         self.feedback.labels(platform, f"{rating:+d}" if rating else "0").inc()

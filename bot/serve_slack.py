@@ -94,6 +94,7 @@ def build_slack_server(
         readiness=readiness_check(components),
         metrics=metrics,
         lifespan=bot.lifespan,
+        max_body_bytes=settings.http_max_body_bytes,
     )
     return SlackServer(bot=bot, http_app=http_app, mode=mode, metrics=metrics, components=components)
 

@@ -27,7 +27,7 @@ from adapters.telegram import (
 )
 from adapters.telegram.app import ALLOWED_UPDATES
 from adapters.telegram.polling import PollingHealth
-from bot.http_app import build_http_app
+from bot.http_app import DEFAULT_MAX_BODY_BYTES, build_http_app
 from bot.metrics import Metrics
 from bot.settings import Settings
 from core.conversation import ConversationService
@@ -78,6 +78,7 @@ def build_telegram_server(
     *,
     metrics: Metrics | None = None,
     readiness: Callable[[], dict[str, bool]] = dict,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> TelegramServer:
     """The PTB application (handlers registered) inside the HTTP app that starts and stops it."""
     polling = PollingHealth()  # one log line per failed poll, not a traceback (adapters/telegram/polling.py)
@@ -88,6 +89,7 @@ def build_telegram_server(
         readiness=lambda: {"telegram": telegram_ready(application), **readiness()},
         metrics=metrics,
         lifespan=telegram_lifespan(application, config, polling),
+        max_body_bytes=max_body_bytes,
     )
     return TelegramServer(application, http_app, config)
 
@@ -142,7 +144,10 @@ def serve(settings: Settings) -> None:
     metrics = Metrics()
     service = components.conversation(metrics)
     components.warm_up()  # models, statistics, graphs of every served collection: before the first user waits
-    server = build_telegram_server(config, service, metrics=metrics, readiness=readiness_check(components))
+    server = build_telegram_server(
+        config, service, metrics=metrics, readiness=readiness_check(components),
+        max_body_bytes=settings.http_max_body_bytes,
+    )
     mode = f"webhook {config.webhook_url} -> {config.webhook_path}" if config.webhook_mode else "polling"
     log.info("telegram bot @%s starting (%s); http on %s:%s", username, mode, settings.http_host, settings.http_port)
     uvicorn.run(

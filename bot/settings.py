@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     # Chunking. Token counts are in the embedding model's word pieces.
     chunk_tokens: int = Field(default=512, ge=32, le=4096)
     chunk_overlap: int = Field(default=200, ge=0)
+    # `hypa ingest` refuses larger files with a message (a 50 MB text file is ~45,000 chunks and an hour
+    # of embedding on two cores; 10 MB is ten times the EU AI Act's PDF).
+    ingest_max_file_mb: float = Field(default=10.0, gt=0)
 
     # Retrieval (the "default" config). "provisions": every provision scored by the learned ranker
     # over meaning, words, role and fit signals (core/ranking.py); "hybrid": the index's hybrid search.
@@ -99,6 +102,10 @@ class Settings(BaseSettings):
     llm_max_retry_after_s: float = Field(default=20.0, ge=0)
     circuit_failure_threshold: int = Field(default=5, ge=1)
     circuit_reset_s: float = Field(default=30.0, gt=0)
+    # In chat (Slack, Telegram, `hypa chat`), the longest a person waits for Claude: after this many
+    # seconds from their message the quoted, cited answer is shown, and Claude's replaces it when it
+    # arrives. Each wait given up counts towards the circuit breaker. 0 = always show the quoted first.
+    chat_answer_wait_s: float = Field(default=8.0, ge=0)
 
     # --- Knowledge graph (docs/KG.md) ---------------------------------------------------------
     # Triplet extractor at ingest: "offline" (deterministic patterns), "llm" (Claude, cached; needs
@@ -140,6 +147,8 @@ class Settings(BaseSettings):
     telegram_webhook_secret: str = Field(default="", validation_alias="TELEGRAM_WEBHOOK_SECRET")
     http_host: str = "0.0.0.0"
     http_port: int = Field(default=3000, ge=1, le=65535)
+    # Larger request bodies get 413 before any route reads them (Slack's and Telegram's are a few KB).
+    http_max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     # SQLAlchemy URL for threads, answers and feedback; empty = SQLite file in the data directory.
     database_url: str = ""
     # Per-workspace collections, e.g. {"T0123ABC": "ws-T0123ABC", "-1001234": "ws-legal"} (JSON in the

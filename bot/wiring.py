@@ -11,7 +11,7 @@ from bot.settings import Settings
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
 from core.answer_watch import AnswerWatch
 from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator
-from core.ingestion import IngestOutcome, ingest_file
+from core.ingestion import IngestOutcome, IngestProgress, ingest_file
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, QuestionLimits
 from core.rerank import reranker_from_settings
@@ -25,7 +25,7 @@ from core.segments import SegmentIndex, unit_texts
 from core.termstats import TermStats
 from core.types import Chunk, RetrievalParams
 from storage.embedded import EmbeddedIndex
-from storage.embedder import Embedder
+from storage.embedder import Embedder, embedding_progress
 from storage.index import ChunkIndex
 from storage.sentence_vectors import SentenceVectorStore
 
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from bot.metrics import Metrics
     from core.conversation_service import StoredConversationService
     from storage.sql import ConversationStore
+
+
+def _ignore(_: int) -> None:
+    pass
 
 
 def collection_hint(collection: str) -> str:
@@ -144,21 +148,42 @@ class Components:
             lexicon=self.lexicon,
         )
 
-    def ingest(self, path: Path, collection: str, *, update_graph: bool = True) -> IngestOutcome:
+    def ingest(
+        self,
+        path: Path,
+        collection: str,
+        *,
+        update_graph: bool = True,
+        doc_id: str | None = None,
+        progress: IngestProgress | None = None,
+    ) -> IngestOutcome:
         """Chunk one file into the index, embed the sentences answers may quote from it, and update
         the collection's knowledge graph (`update_graph=False`: the caller ingests several files and
-        calls update_knowledge_graph once after the last, instead of re-extracting after each)."""
+        calls update_knowledge_graph once after the last, instead of re-extracting after each).
+        `doc_id`: put the file under this id (core.ingestion.explicit_key); `progress`: told the stage
+        and, while embedding, every block of texts done."""
         s = self.settings
-        outcome = ingest_file(
-            path,
-            collection=collection,
-            index=self.index,
-            chunk_tokens=s.chunk_tokens,
-            chunk_overlap=s.chunk_overlap,
-            count_tokens=self.embedder.count_tokens,
+
+        def embed_sentences(chunks: list[Chunk]) -> None:
             # the units the ranker and the generator embed: provisions, headings, sentences
-            after_replace=lambda chunks: self.sentence_vectors.add(unit_texts(chunks)),
-        )
+            units = unit_texts(chunks)
+            if progress is not None:
+                progress.stage("embedding sentences", len(units))
+            self.sentence_vectors.add(units)
+
+        with embedding_progress(progress.advance if progress is not None else _ignore):
+            outcome = ingest_file(
+                path,
+                collection=collection,
+                index=self.index,
+                chunk_tokens=s.chunk_tokens,
+                chunk_overlap=s.chunk_overlap,
+                count_tokens=self.embedder.count_tokens,
+                after_replace=embed_sentences,
+                doc_id=doc_id,
+                max_file_bytes=int(s.ingest_max_file_mb * 1_000_000),
+                progress=progress,
+            )
         if update_graph and outcome.status != "failed":
             self.update_knowledge_graph(collection)
         return outcome
@@ -347,4 +372,5 @@ class Components:
             workspace_collections=s.workspace_collections,
             log_message_text=s.log_message_text,
             watch=self.answer_watch,
+            answer_wait_s=s.chat_answer_wait_s,
         )

@@ -5,6 +5,8 @@ Adapters turn platform events into an `IncomingMessage` / `FeedbackEvent`, call 
 """
 from __future__ import annotations
 
+import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal, Protocol
@@ -30,6 +32,9 @@ class IncomingMessage:
     text: str
     message_id: str  # Slack ts; Telegram message_id
     sent_at: datetime = field(default_factory=utcnow)
+    # When this process received it (time.monotonic()): the chat's wait for an answer starts here,
+    # queueing for a free answer slot included.
+    received_at: float = field(default_factory=time.monotonic, compare=False)
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,9 @@ class Reply:
     note: str = ""  # one-line remark (fallback used, question invalid, ...)
     # True when this exact message was answered before (a duplicate delivery): adapters post nothing new.
     duplicate: bool = False
+    # Set when this is the quoted answer shown while Claude is still answering (HYPA_CHAT_ANSWER_WAIT_S
+    # passed): resolves to the Reply that replaces it (same answer_id), to be shown in its place.
+    followup: Future | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

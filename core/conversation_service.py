@@ -4,19 +4,28 @@ handle(): record the message (a duplicate delivery gets the stored reply, marked
 the thread's history from the store -> the answer pipeline -> store the answer with how it was
 made -> Reply. A failure inside the pipeline becomes a stored, counted, clearly worded refusal:
 adapters never see an exception for a question, and users never get silence.
+
+A person in chat waits at most `answer_wait_s` (HYPA_CHAT_ANSWER_WAIT_S) from when the message arrived:
+the pipeline runs inside an answer window (core/llm/answer_window.py). When Claude has not answered by
+then, the reply is the extractive, cited answer, and `Reply.followup` resolves to Claude's answer once
+it arrives (stored under the same answer id, so ratings and the thread's history follow it); the
+adapter shows it in place of the first.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
 import unicodedata
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from core.answer_watch import AnswerWatch
 from core.conversation import FeedbackEvent, FeedbackOutcome, IncomingMessage, Reply
+from core.llm.answer_window import answer_window
 from core.pipeline import AnswerPipeline
 from core.types import PipelineResult
 from storage.sql.records import AnswerRecord, Outcome, StoredAnswer
@@ -53,6 +62,7 @@ class StoredConversationService:
         workspace_collections: Mapping[str, str] | None = None,
         log_message_text: bool = False,
         watch: AnswerWatch | None = None,
+        answer_wait_s: float | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.store = store
@@ -64,6 +74,8 @@ class StoredConversationService:
         self.workspace_collections = dict(workspace_collections or {})
         self.log_message_text = log_message_text
         self.watch = watch or AnswerWatch()  # answers in progress: /readyz sees a stuck pipeline
+        # None: no window (the pipeline waits for the LLM up to the client's own budget).
+        self.answer_wait_s = answer_wait_s
 
     def collection_for(self, message: IncomingMessage) -> str:
         """The message's workspace (Slack team) or channel (Slack channel, Telegram chat) may have its
@@ -81,9 +93,11 @@ class StoredConversationService:
         history = self.store.thread_history(claim.thread_pk, self.history_turns, before_message_pk=claim.message_pk)
         collection = self.collection_for(message)
         started = time.perf_counter()
+        late = None
         try:
-            with self.watch.answering():
+            with self.watch.answering(), self._window(message) as window:
                 result = self.pipeline.answer(text, history, collection=collection)
+            late = window.late if window is not None else None
             record = self._record_from_result(result, len(history) // 2, collection)
         except Exception as exc:
             log.exception("answering %s message %s failed", message.platform, message.message_id)
@@ -94,11 +108,49 @@ class StoredConversationService:
             return self._duplicate(message, claim.message_pk)
         self._observe(message, stored, result)
         log.info(
-            "answered %s/%s message %s: answer %s outcome=%s latency_ms=%.0f%s",
+            "answered %s/%s message %s: answer %s outcome=%s latency_ms=%.0f%s%s",
             message.platform, message.channel, message.message_id, stored.id, record.outcome,
-            record.latency_ms, f" question={text!r}" if self.log_message_text else "",
+            record.latency_ms, " (Claude's answer still to come)" if late is not None else "",
+            f" question={text!r}" if self.log_message_text else "",
         )
-        return _reply(stored)
+        followup = None
+        if late is not None and result is not None:
+            followup = self._replace_when_claude_answers(message, stored, result, late, started)
+        return _reply(stored, followup=followup)
+
+    def _window(self, message: IncomingMessage):  # -> context manager yielding AnswerWindow | None
+        if self.answer_wait_s is None:
+            return contextlib.nullcontext(None)
+        return answer_window(self.answer_wait_s, started=message.received_at)
+
+    def _replace_when_claude_answers(
+        self, message: IncomingMessage, stored: StoredAnswer, result: PipelineResult, late: Future, started: float
+    ) -> Future:
+        """A Future of the Reply that replaces `stored` once `late` (the generator's call, which never
+        raises) has the final Answer: stored under the same id first, then handed to the adapter."""
+        followup: Future = Future()
+
+        def finish(done: Future) -> None:
+            try:
+                final = replace(result, answer=done.result())
+                record = replace(
+                    self._record_from_result(final, stored.record.history_turns, stored.record.collection),
+                    latency_ms=(time.perf_counter() - started) * 1000.0,
+                )
+                updated = self.store.replace_answer(stored.id, record)
+                if self.metrics is not None:
+                    self.metrics.count_llm_tokens(final.answer)
+                log.info(
+                    "%s message %s: answer %s replaced by %s's after %.0f ms", message.platform,
+                    message.message_id, stored.id, record.model, record.latency_ms,
+                )
+                followup.set_result(_reply(updated))
+            except Exception as exc:  # the quoted answer stays shown; say why it was not replaced
+                log.exception("storing the late answer to %s message %s failed", message.platform, message.message_id)
+                followup.set_exception(exc)
+
+        late.add_done_callback(finish)
+        return followup
 
     def _duplicate(self, message: IncomingMessage, message_pk: int) -> Reply:
         if self.metrics is not None:
@@ -195,11 +247,11 @@ class StoredConversationService:
         return self.store.ping()
 
 
-def _reply(stored: StoredAnswer, *, duplicate: bool = False) -> Reply:
+def _reply(stored: StoredAnswer, *, duplicate: bool = False, followup: Future | None = None) -> Reply:
     r = stored.record
     return Reply(
         answer_id=stored.id, text=r.text, citations=list(r.citations), refused=r.refused, note=r.note,
-        duplicate=duplicate,
+        duplicate=duplicate, followup=followup,
     )
 
 

@@ -4,7 +4,8 @@ Layout under `root` (settings.index_dir), one directory per collection:
 
     <root>/<collection>/CURRENT          name of the live version directory (the commit point)
     <root>/<collection>/v<ns>-<rand>/    one immutable version of the collection
-        meta.json                        format, embedder id, tokenizer, BM25 params, {doc_id: hash}
+        meta.json                        format, embedder id, tokenizer, BM25 params, {doc_id: hash},
+                                         {doc_id: {source, ingested_at}}
         chunks.jsonl                     Chunk.to_dict() per line, in document order
         vectors.npy                      float32 (n, dim), L2-normalised, row i = chunk i
         bm25/                            bm25s index (lucene, k1=1.2, b=0.75) over the same rows
@@ -41,7 +42,7 @@ import numpy as np
 from core.types import Chunk, ScoredChunk
 from storage.embedder import TextEmbedder
 from storage.fusion import Hit, check_hybrid_args, fuse
-from storage.index import FusionMethod
+from storage.index import DocumentInfo, FusionMethod
 
 FORMAT_VERSION = 1
 CURRENT_FILE = "CURRENT"
@@ -97,6 +98,8 @@ class DocumentUpdate:
     doc_id: str
     content_hash: str
     chunks: Sequence[Chunk]
+    source: str = ""  # the file it was ingested from (recorded, with the time of this write)
+    ingested_at: str = ""  # empty: now (a migration passes the original time on)
 
 
 # -- text views -------------------------------------------------------------------------------
@@ -165,6 +168,8 @@ class _Snapshot:
     model_id: str
     tokenizer: BM25Tokenizer
     row_of: dict[str, int] = field(repr=False)
+    # {doc_id: {"source": ..., "ingested_at": ...}}; absent for documents written by older versions.
+    document_info: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -323,6 +328,23 @@ class EmbeddedIndex:
         except CollectionNotFound:
             return None
 
+    def document_info(self, collection: str) -> list[DocumentInfo]:
+        try:
+            snap = self._snapshot(collection)
+        except CollectionNotFound:
+            return []
+        counts: dict[str, int] = {}
+        for chunk in snap.chunks:
+            counts[chunk.doc_id] = counts.get(chunk.doc_id, 0) + 1
+        return [
+            DocumentInfo(
+                doc_id, content_hash, counts.get(doc_id, 0),
+                source=snap.document_info.get(doc_id, {}).get("source", ""),
+                ingested_at=snap.document_info.get(doc_id, {}).get("ingested_at", ""),
+            )
+            for doc_id, content_hash in sorted(snap.documents.items())
+        ]
+
     def hybrid_search(
         self,
         query: str,
@@ -363,9 +385,9 @@ class EmbeddedIndex:
     # -- write API ---------------------------------------------------------------------------
 
     def replace_document(
-        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk]
+        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk], *, source: str = ""
     ) -> None:
-        self.replace_documents(collection, [DocumentUpdate(doc_id, content_hash, chunks)])
+        self.replace_documents(collection, [DocumentUpdate(doc_id, content_hash, chunks, source=source)])
 
     def replace_documents(self, collection: str, updates: Sequence[DocumentUpdate]) -> None:
         """Replace several documents in one atomic version (one BM25 build instead of one per document)."""
@@ -492,6 +514,7 @@ class EmbeddedIndex:
             model_id=meta["model_id"],
             tokenizer=BM25Tokenizer.from_config(meta["tokenizer"]),
             row_of={c.id: i for i, c in enumerate(chunks)},
+            document_info=dict(meta.get("document_info", {})),
         )
 
     # -- writing -----------------------------------------------------------------------------
@@ -508,9 +531,14 @@ class EmbeddedIndex:
         with self._write_lock:
             directory.mkdir(parents=True, exist_ok=True)
             with _process_lock(directory / LOCK_FILE):
-                old = self._base_for_write(collection, create)
-                snap = self._build(old, updates, deletions)
-                self._commit(directory, snap)
+                try:
+                    old = self._base_for_write(collection, create)
+                    snap = self._build(old, updates, deletions)  # embeds: minutes for a big document
+                    self._commit(directory, snap)
+                except BaseException:  # Ctrl-C included: the first write of a collection leaves no trace
+                    if _read_current(directory) is None:
+                        _remove_unborn_collection(directory)
+                    raise
                 with self._load_lock:
                     self._snapshots[collection] = snap
                 # Under the process lock: another writer's .tmp-* directory must not vanish.
@@ -532,6 +560,9 @@ class EmbeddedIndex:
         replaced = {u.doc_id for u in updates} | set(deletions)
         documents = {d: h for d, h in old.documents.items() if d not in replaced}
         documents.update({u.doc_id: u.content_hash for u in updates})
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        info = {d: i for d, i in old.document_info.items() if d not in replaced}
+        info.update({u.doc_id: {"source": u.source, "ingested_at": u.ingested_at or now} for u in updates})
         kept = [c for c in old.chunks if c.doc_id not in replaced]
         new = [c for u in updates for c in u.chunks]
         # Document order: by doc_id, each document's chunks in the order they were given.
@@ -550,6 +581,7 @@ class EmbeddedIndex:
             model_id=model_id,
             tokenizer=self._tokenizer,
             row_of={c.id: i for i, c in enumerate(chunks)},
+            document_info=dict(sorted(info.items())),
         )
 
     def _vectors_for(self, old: _Snapshot, chunks: Sequence[Chunk]) -> tuple[np.ndarray, str]:
@@ -645,6 +677,7 @@ def _write_version(directory: Path, snap: _Snapshot) -> None:
         "bm25": BM25_PARAMS,
         "bm25_built": snap.bm25 is not None,
         "documents": snap.documents,
+        "document_info": snap.document_info,
     }
     # meta.json last: a version directory without it is visibly incomplete.
     (directory / META_FILE).write_text(json.dumps(meta, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -712,6 +745,13 @@ def _publish_current(directory: Path, version: str) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     _fsync_dir(directory)
+
+
+def _remove_unborn_collection(directory: Path) -> None:
+    """Remove the directory of a collection whose first write failed or was interrupted (it holds
+    only the lock file and leftovers, never a committed version). Best effort."""
+    if not any(entry.name == CURRENT_FILE or entry.name.startswith(_VERSION_PREFIX) for entry in directory.iterdir()):
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _remove_stale_versions(directory: Path, keep: str) -> None:

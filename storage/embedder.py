@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -325,7 +325,46 @@ class Embedder:
         return self.embed_queries([text])[0]
 
     def embed_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        return self._encode(texts, show_progress=show_progress)
+        return encode_reporting_progress(lambda block: self._encode(block, show_progress=show_progress), texts)
+
+
+# -- progress of long embeddings (ingest) -----------------------------------------------------------
+
+# Texts embedded between two progress reports: small enough to move a progress bar every few
+# seconds on two cores, large enough that the model still batches efficiently.
+PROGRESS_BLOCK = 256
+_progress = threading.local()
+
+
+@contextlib.contextmanager
+def embedding_progress(report: Callable[[int], None]) -> Iterator[None]:
+    """While active, every embed_passages call in this thread calls `report(n)` after each block of
+    `n` texts it has embedded. (Thread-local: a bot embedding questions in other threads is not affected.)
+    The index backends and the sentence store embed through embed_passages, so `hypa ingest` can show
+    how far a long document has got without any of them knowing about progress bars."""
+    previous = getattr(_progress, "report", None)
+    _progress.report = report
+    try:
+        yield
+    finally:
+        _progress.report = previous
+
+
+def encode_reporting_progress(encode: Callable[[list[str]], np.ndarray], texts: Sequence[str]) -> np.ndarray:
+    """`encode(texts)`, in blocks of PROGRESS_BLOCK reported to the active embedding_progress, if any."""
+    texts = list(texts)
+    report = getattr(_progress, "report", None)
+    if report is None or len(texts) <= PROGRESS_BLOCK:
+        vectors = encode(texts)
+        if report is not None and texts:
+            report(len(texts))
+        return vectors
+    parts = []
+    for start in range(0, len(texts), PROGRESS_BLOCK):
+        block = texts[start:start + PROGRESS_BLOCK]
+        parts.append(encode(block))
+        report(len(block))
+    return np.vstack(parts)
 
 
 class HashingEmbedder:
@@ -359,4 +398,4 @@ class HashingEmbedder:
     def embed_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        return _l2_normalise(np.stack([self._vector(t) for t in texts]))
+        return encode_reporting_progress(lambda block: _l2_normalise(np.stack([self._vector(t) for t in block])), texts)

@@ -1,6 +1,7 @@
 """The seam between core/ and any chunk index backend (embedded default, Weaviate)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, Protocol, Sequence, runtime_checkable
 
 from core.types import Chunk, ScoredChunk
@@ -17,15 +18,29 @@ class IndexWriteError(RuntimeError):
     so the next ingest retries it. Base class for backends."""
 
 
+@dataclass(frozen=True)
+class DocumentInfo:
+    """What the index records about one document (`hypa index documents`)."""
+
+    doc_id: str
+    content_hash: str  # sha256 of the file's bytes
+    chunks: int
+    # The absolute path it was ingested from, and when (ISO 8601, UTC). Empty for documents
+    # ingested before hypa recorded them.
+    source: str = ""
+    ingested_at: str = ""
+
+
 @runtime_checkable
 class ChunkIndex(Protocol):
     def document_hash(self, collection: str, doc_id: str) -> str | None:
         """Content hash recorded when the document was last ingested, or None."""
 
     def replace_document(
-        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk]
+        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk], *, source: str = ""
     ) -> None:
-        """Atomically replace every chunk of one document (insert if new)."""
+        """Atomically replace every chunk of one document (insert if new); records `source` (the
+        file it came from) and the time."""
 
     def delete_document(self, collection: str, doc_id: str) -> None: ...
 
@@ -48,6 +63,10 @@ class ChunkIndex(Protocol):
 
     def documents(self, collection: str) -> dict[str, str]:
         """{doc_id: content_hash} of every document in the collection (its version, for caches)."""
+
+    def document_info(self, collection: str) -> list[DocumentInfo]:
+        """Every document of the collection with its hash, chunk count, source and ingest time, by
+        doc_id; empty for a collection that does not exist."""
 
     def chunks(self, collection: str) -> list[Chunk]:
         """Every chunk of a collection, in document order."""

@@ -14,8 +14,10 @@ Schema (two Weaviate collections, names from settings.weaviate_collection):
     citation metadata (`doc_title`, `label`, `heading`, `text`, pages, character offsets, `position` in
     its document; stored but not keyword-searchable) and `search_text`, the only BM25 field.
     Object ids are uuid5(collection/chunk id), so re-importing a chunk overwrites it.
-  * `<C>Document`: one object per (collection, document): its content hash and chunk count. It is
-    written *last* by replace_document, so it is the commit marker (see replace_document).
+  * `<C>Document`: one object per (collection, document): its content hash, chunk count, the file it
+    was ingested from and when. It is written *last* by replace_document, so it is the commit marker
+    (see replace_document). A document class created before `source`/`ingested_at` existed gets them
+    added by ensure_schema.
 
 Multi-tenancy (settings.weaviate_multi_tenancy): both collections become multi-tenant and each ChunkIndex
 collection is its own tenant (auto-created on first import). Give every workspace its own collection
@@ -26,6 +28,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +41,7 @@ from core.types import Chunk, ScoredChunk
 from storage.embedded import BM25_PARAMS, CollectionNotFound, embedded_view
 from storage.embedder import TextEmbedder
 from storage.fusion import check_hybrid_args
-from storage.index import FusionMethod, IndexUnavailable, IndexWriteError
+from storage.index import DocumentInfo, FusionMethod, IndexUnavailable, IndexWriteError
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,7 @@ _STORED_TEXT = ("doc_title", "label", "heading", "text", "role", "references")
 CHUNK_PROPERTIES = (*_EXACT_PROPERTIES, *_STORED_TEXT, *_INT_PROPERTIES)
 _TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # Weaviate's tenant name rule
 _FUSION_TYPES = {"rankedFusion": "RANKED", "relativeScoreFusion": "RELATIVE_SCORE"}
+_DOCUMENT_STORED_TEXT = ("source", "ingested_at")  # stored with each document record, never searched
 
 
 class WeaviateUnavailable(IndexUnavailable):
@@ -316,10 +320,17 @@ def document_schema(name: str, multi_tenancy: bool) -> dict[str, Any]:
             Property(name="content_hash", data_type=DataType.TEXT, index_searchable=False,
                      index_filterable=False),
             Property(name="chunk_count", data_type=DataType.INT, index_filterable=False),
+            *(_stored_text(p) for p in _DOCUMENT_STORED_TEXT),
         ],
         "vector_config": Configure.Vectors.self_provided(),
         "multi_tenancy_config": _multi_tenancy(multi_tenancy),
     }
+
+
+def _stored_text(name: str):
+    from weaviate.classes.config import DataType, Property
+
+    return Property(name=name, data_type=DataType.TEXT, index_searchable=False, index_filterable=False)
 
 
 def _multi_tenancy(enabled: bool):
@@ -411,7 +422,17 @@ class WeaviateIndex:
                 except WeaviateBaseError:
                     if not self.client.collections.exists(schema["name"]):  # not another replica's create
                         raise
+        self._add_missing_document_properties()
         self._schema_ready = True
+
+    def _add_missing_document_properties(self) -> None:
+        """A document class created by an older hypa lacks `source` and `ingested_at`: add them (a
+        schema without them would make Weaviate guess their type, or refuse the record)."""
+        handle = self.client.collections.use(self.document_class)
+        present = {p.name for p in handle.config.get(simple=True).properties}
+        for name in _DOCUMENT_STORED_TEXT:
+            if name not in present:
+                handle.config.add_property(_stored_text(name))
 
     def _handle(self, class_name: str, collection: str):
         handle = self.client.collections.use(class_name)
@@ -445,24 +466,30 @@ class WeaviateIndex:
         names = {str(o.properties["collection"]) for o in documents.iterator(return_properties=["collection"])}
         return sorted(names)
 
-    def _document_records(self, collection: str) -> dict[str, tuple[str, int]]:
+    def _document_records(self, collection: str) -> dict[str, DocumentInfo]:
         if not self._known(collection):
             return {}
-        objects = _fetch_matching(
-            self._handle(self.document_class, collection), {"collection": collection},
-            ["collection", "doc_id", "content_hash", "chunk_count"],
-        )
-        return {
-            str(o.properties["doc_id"]): (str(o.properties["content_hash"]), int(o.properties.get("chunk_count") or 0))
-            for o in objects
-        }
+        # All properties (None): a document class from an older hypa has no `source`/`ingested_at`,
+        # and naming a property the schema lacks would fail the query.
+        objects = _fetch_matching(self._handle(self.document_class, collection), {"collection": collection}, None)
+        records = {}
+        for o in objects:
+            p = o.properties
+            records[str(p["doc_id"])] = DocumentInfo(
+                str(p["doc_id"]), str(p["content_hash"]), int(p.get("chunk_count") or 0),
+                source=str(p.get("source") or ""), ingested_at=str(p.get("ingested_at") or ""),
+            )
+        return records
 
     def documents(self, collection: str) -> dict[str, str]:
-        return {doc: h for doc, (h, _) in sorted(self._document_records(collection).items())}
+        return {doc: r.content_hash for doc, r in sorted(self._document_records(collection).items())}
+
+    def document_info(self, collection: str) -> list[DocumentInfo]:
+        return [r for _, r in sorted(self._document_records(collection).items())]
 
     def document_hash(self, collection: str, doc_id: str) -> str | None:
         record = self._document_records(collection).get(doc_id)
-        return record[0] if record else None
+        return record.content_hash if record else None
 
     def chunks(self, collection: str) -> list[Chunk]:
         """Every chunk in document order (by doc_id, then position), one query per document."""
@@ -471,11 +498,11 @@ class WeaviateIndex:
         if not records:
             return chunks
         handle = self._handle(self.class_name, collection)  # (a Collection's bool() would count it)
-        for doc_id, (content_hash, count) in records:
-            if count == 0:
+        for doc_id, record in records:
+            if record.chunks == 0:
                 continue
             # The recorded version only: an interrupted re-import may have left chunks of another.
-            committed = {"collection": collection, "doc_id": doc_id, "content_hash": content_hash}
+            committed = {"collection": collection, "doc_id": doc_id, "content_hash": record.content_hash}
             objects = _fetch_matching(handle, committed, list(CHUNK_PROPERTIES))
             ordered = sorted(objects, key=lambda o: int(o.properties.get("position") or 0))
             chunks.extend(properties_to_chunk(o.properties) for o in ordered)
@@ -506,10 +533,10 @@ class WeaviateIndex:
     # -- write API -----------------------------------------------------------------------------
 
     def replace_document(
-        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk]
+        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk], *, source: str = ""
     ) -> None:
         vectors = self.embedder.embed_passages([embedded_view(c) for c in chunks]) if chunks else None
-        self.import_document(collection, doc_id, content_hash, chunks, vectors)
+        self.import_document(collection, doc_id, content_hash, chunks, vectors, source=source)
 
     def import_document(
         self,
@@ -519,6 +546,9 @@ class WeaviateIndex:
         chunks: Sequence[Chunk],
         vectors: np.ndarray | None,
         on_batch: Callable[[int], None] | None = None,
+        *,
+        source: str = "",
+        ingested_at: str = "",
     ) -> None:
         """Replace one document with chunks whose vectors are given (row i = chunk i).
 
@@ -539,13 +569,24 @@ class WeaviateIndex:
             raise ValueError(f"{len(chunks)} chunks need as many vectors, got {0 if vectors is None else len(vectors)}")
         self.ensure_schema()
         chunk_handle = self._handle(self.class_name, collection)
-        self._insert(collection, doc_id, chunk_handle, chunks, content_hash, vectors, on_batch)
         from weaviate.classes.query import Filter
+
+        try:
+            self._insert(collection, doc_id, chunk_handle, chunks, content_hash, vectors, on_batch)
+        except KeyboardInterrupt:
+            # Ctrl-C (`hypa ingest`) part-way through the batches: take this version's chunks out again,
+            # so the index is as it was (unless this version is the recorded one: then they are it).
+            if self.document_hash(collection, doc_id) != content_hash:
+                partial = collection_filter(collection, doc_id) & Filter.by_property("content_hash").equal(content_hash)
+                _delete_all(chunk_handle, partial, f"chunk(s) of the interrupted import of {collection}/{doc_id}",
+                            "the next ingest of the document replaces them")
+            raise
 
         stale = collection_filter(collection, doc_id) & Filter.by_property("content_hash").not_equal(content_hash)
         _delete_all(chunk_handle, stale, f"chunk(s) of the previous version of {collection}/{doc_id}",
                     "the document's recorded hash is unchanged, so the next ingest retries it")
-        self._write_record(collection, doc_id, content_hash, len(chunks))
+        ingested_at = ingested_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self._write_record(collection, doc_id, content_hash, len(chunks), source, ingested_at)
 
     def _insert(self, collection, doc_id, handle, chunks, content_hash, vectors, on_batch) -> None:
         from weaviate.classes.data import DataObject
@@ -580,11 +621,14 @@ class WeaviateIndex:
         if failures:
             raise WeaviateImportError(collection, doc_id, failures)
 
-    def _write_record(self, collection: str, doc_id: str, content_hash: str, count: int) -> None:
+    def _write_record(
+        self, collection: str, doc_id: str, content_hash: str, count: int, source: str, ingested_at: str
+    ) -> None:
         from weaviate.classes.data import DataObject
 
         record = DataObject(
-            properties={"collection": collection, "doc_id": doc_id, "content_hash": content_hash, "chunk_count": count},
+            properties={"collection": collection, "doc_id": doc_id, "content_hash": content_hash, "chunk_count": count,
+                        "source": source, "ingested_at": ingested_at},
             uuid=chunk_uuid(collection, f"document:{doc_id}"),
         )
         from weaviate.exceptions import WeaviateBaseError
@@ -668,6 +712,7 @@ def copy_collection(
     for row, chunk in enumerate(chunks):
         rows.setdefault(chunk.doc_id, []).append(row)
     already = target.documents(collection)
+    info = {d.doc_id: d for d in source.document_info(collection)}
     copied = unchanged = chunk_count = 0
     for doc_id, content_hash in documents.items():
         doc_rows = rows.get(doc_id, [])
@@ -676,9 +721,11 @@ def copy_collection(
             if on_chunks is not None:
                 on_chunks(len(doc_rows))
             continue
+        recorded = info.get(doc_id)
         target.import_document(
             collection, doc_id, content_hash, [chunks[r] for r in doc_rows],
             vectors[doc_rows] if doc_rows else None, on_batch=on_chunks,
+            source=recorded.source if recorded else "", ingested_at=recorded.ingested_at if recorded else "",
         )
         copied += 1
         chunk_count += len(doc_rows)

@@ -47,6 +47,14 @@ def test_index_build_is_idempotent(built):
     assert "unchanged" in again.output and "added" not in again.output
 
 
+def test_the_manifest_documents_keep_their_ids_and_record_their_files(built):
+    listing = CliRunner().invoke(app, ["index", "documents", "ll144"], env={**built, "COLUMNS": "250"})
+    assert listing.exit_code == 0, listing.output
+    rows = {line.split("│")[1].strip(): line for line in listing.output.splitlines() if line.count("│") == 6}
+    assert set(rows) == {"ll144-definitions", "ll144-rules"}
+    assert "LL144_rules.pdf" in rows["ll144-rules"]
+
+
 def test_ask_json_in_a_new_process(built):
     """The documented interface: one JSON object with answer, refused, citations (quote), contexts (text)."""
     proc = subprocess.run(

@@ -448,3 +448,51 @@ def test_roles_are_stored_and_old_rows_without_one_still_load(tmp_path):
     # a chunk row written before roles existed has no "role" key
     row = {k: v for k, v in chunk.to_dict().items() if k != "role"}
     assert Chunk.from_dict(row).role == ""
+
+
+# -- documents: source, time, chunk count (hypa index documents) --------------------------------------
+
+
+def test_document_info_records_source_time_and_chunks_and_survives_other_writes(tmp_path, embedder):
+    idx = EmbeddedIndex(tmp_path / "index", embedder=embedder)
+    idx.replace_document(COLL, "rules", "h-rules-1", RULES, source="/docs/rules.md")
+    idx.replace_document(COLL, "law", "h-law-1", LAW, source="/docs/law.md")
+    info = {d.doc_id: d for d in reopen(idx).document_info(COLL)}
+    assert (info["rules"].content_hash, info["rules"].chunks, info["rules"].source) == ("h-rules-1", 3, "/docs/rules.md")
+    assert (info["law"].chunks, info["law"].source) == (2, "/docs/law.md")
+    assert info["rules"].ingested_at.endswith("Z") and info["rules"].ingested_at[:2] == "20"
+    idx.delete_document(COLL, "law")
+    assert [d.doc_id for d in reopen(idx).document_info(COLL)] == ["rules"]
+    assert reopen(idx).document_info("no-such-collection") == []
+
+
+def test_an_index_written_before_sources_were_recorded_lists_its_documents_without_them(tmp_path, embedder):
+    import json
+
+    idx = EmbeddedIndex(tmp_path / "index", embedder=embedder)
+    idx.replace_document(COLL, "rules", "h-rules-1", RULES, source="/docs/rules.md")
+    version = (tmp_path / "index" / COLL / "CURRENT").read_text().strip()
+    meta_path = tmp_path / "index" / COLL / version / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["document_info"]  # as an older hypa wrote it
+    meta_path.write_text(json.dumps(meta))
+    [legacy] = reopen(idx).document_info(COLL)
+    assert (legacy.doc_id, legacy.chunks, legacy.source, legacy.ingested_at) == ("rules", 3, "", "")
+
+
+def test_a_failed_first_write_leaves_no_collection_folder(tmp_path):
+    class Interrupted(HashingEmbedder):
+        def embed_passages(self, texts, show_progress=False):
+            raise KeyboardInterrupt  # Ctrl-C while a big document is being embedded
+
+    idx = EmbeddedIndex(tmp_path / "index", embedder=Interrupted())
+    with pytest.raises(KeyboardInterrupt):
+        idx.replace_document(COLL, "rules", "h", RULES)
+    assert not (tmp_path / "index" / COLL).exists()
+    assert idx.collections() == []
+    # An existing collection keeps its folder and its data when a later write fails.
+    good = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder())
+    good.replace_document(COLL, "rules", "h", RULES)
+    with pytest.raises(KeyboardInterrupt):
+        EmbeddedIndex(tmp_path / "index", embedder=Interrupted()).replace_document(COLL, "law", "h2", LAW)
+    assert [d.doc_id for d in reopen(good).document_info(COLL)] == ["rules"]

@@ -3,6 +3,8 @@ SQLite -> real slack_sdk client -> fake Slack Web API. Assertions are on what Sl
 what the database holds."""
 from __future__ import annotations
 
+import json
+import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -215,6 +217,78 @@ def test_forged_and_stale_signatures_are_rejected(bot, fake):
     assert forged.status_code == stale.status_code == unsigned.status_code == 401
     fake.wait_quiet(0.3)
     assert fake.calls_to("chat.postMessage") == []
+
+
+@pytest.fixture
+def server_log(caplog):
+    """caplog, also catching uvicorn's own records ("Exception in ASGI application" + traceback),
+    which do not reach the root logger under uvicorn's default logging config."""
+    uvicorn_logger = logging.getLogger("uvicorn")
+    uvicorn_logger.addHandler(caplog.handler)
+    with caplog.at_level(logging.INFO):
+        yield caplog
+    uvicorn_logger.removeHandler(caplog.handler)
+
+
+def errors_logged(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+def test_a_forged_request_is_logged_as_one_short_line_without_its_body(bot, fake, server_log):
+    marker = "FORGED-BODY-MARKER"
+    body = envelope(mention_event(f"{QUESTION} {marker * 100}"))
+    response = bot.slack.send(body, secret="not-the-signing-secret")
+    assert response.status_code == 401
+    lines = [r.getMessage() for r in server_log.records if "slack" in r.name or "adapters" in r.name]
+    assert not any(marker in line for line in lines)  # slack-bolt used to log the whole body at INFO
+    refused = [line for line in lines if "refused" in line]
+    assert len(refused) == 1 and len(refused[0]) < 200, refused
+    assert metric(bot, 'hypa_rejected_requests_total{path="/slack/events",reason="bad_signature"}') >= 1
+
+
+def test_a_request_body_over_the_limit_gets_413_and_is_never_parsed_or_logged(bot, fake, server_log):
+    body = envelope(mention_event(QUESTION))
+    body["padding"] = "p" * (bot.components.settings.http_max_body_bytes + 1)
+    raw = json.dumps(body)
+    forged = httpx.post(bot.slack.url, content=raw, headers=bot.slack.headers(raw, secret="not-the-secret"))
+    signed = httpx.post(bot.slack.url, content=raw, headers=bot.slack.headers(raw))  # even Slack's: over is over
+    assert forged.status_code == signed.status_code == 413
+    assert not any("ppppp" in r.getMessage() for r in server_log.records)
+    assert errors_logged(server_log) == []
+    fake.wait_quiet(0.3)
+    assert fake.calls_to("chat.postMessage") == []
+
+
+MALFORMED_BODIES = {
+    "bad JSON": (b'{"type": "event_callback",', "application/json"),
+    "a JSON array": (b"[1, 2, 3]", "application/json"),
+    "JSON null": (b"null", "application/json"),
+    "non-UTF-8 bytes": (b'{"type": "\xff\xfe"}', "application/json"),
+    "payload=garbage": (b"payload=garbage", "application/x-www-form-urlencoded"),
+    "a payload that is a JSON array": (b"payload=%5B1%5D", "application/x-www-form-urlencoded"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED_BODIES)
+def test_a_malformed_body_gets_401_unsigned_and_400_signed_never_a_500_or_a_traceback(bot, fake, server_log, name):
+    raw, content_type = MALFORMED_BODIES[name]
+    unsigned = httpx.post(bot.slack.url, content=raw, headers={"content-type": content_type})
+    signed = httpx.post(bot.slack.url, content=raw, headers=bot.slack.headers(raw, content_type=content_type))
+    assert (unsigned.status_code, signed.status_code) == (401, 400)
+    assert "error" in signed.json()
+    assert errors_logged(server_log) == []
+    fake.wait_quiet(0.2)
+    assert fake.calls_to("chat.postMessage") == []
+
+
+@pytest.mark.parametrize("timestamp", ["abc", "1e9", "1_700_000_000", "-1", "9" * 40, ""])
+def test_a_timestamp_that_is_not_a_number_of_seconds_gets_401_without_a_traceback(bot, fake, server_log, timestamp):
+    raw = json.dumps(envelope(mention_event(QUESTION)))
+    headers = bot.slack.headers(raw)
+    headers["x-slack-request-timestamp"] = timestamp
+    response = httpx.post(bot.slack.url, content=raw, headers=headers)
+    assert response.status_code == 401
+    assert errors_logged(server_log) == []
 
 
 # --- feedback -------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import sqlite3
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -224,6 +225,20 @@ def test_answer_round_trip_and_one_answer_per_message(store):
     earlier, created = store.store_answer(claim, r)
     assert not created and earlier.id == answer_id and store.count_rows("answers") == 1
     assert store.get_answer("missing") is None
+
+
+def test_a_late_answer_replaces_the_quoted_one_under_the_same_id(store):
+    """Claude's answer arriving after the quoted one was shown: same id, message, thread and time."""
+    answer_id = answer(store)
+    before = store.get_answer(answer_id)
+    later = replace(before.record, text="Claude's answer [1].", model="claude-sonnet-5-5", tokens_in=1450, note="")
+    after = store.replace_answer(answer_id, later)
+    assert after.record == later
+    assert (after.id, after.message_pk, after.thread_pk, after.created_at) == (
+        before.id, before.message_pk, before.thread_pk, before.created_at)
+    assert store.count_rows("answers") == 1
+    with pytest.raises(LookupError):
+        store.replace_answer("missing", later)
 
 
 def test_foreign_keys_are_enforced(store):

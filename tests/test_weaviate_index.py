@@ -492,7 +492,7 @@ def test_ingest_reports_an_unreachable_weaviate_as_a_failed_file_not_a_traceback
     from storage.index import IndexUnavailable
 
     class DownIndex:
-        def document_hash(self, collection, doc_id):
+        def document_info(self, collection):
             raise WeaviateUnavailable("Cannot reach Weaviate at http://127.0.0.1:9")
 
     doc = tmp_path / "toy.md"
@@ -501,3 +501,76 @@ def test_ingest_reports_an_unreachable_weaviate_as_a_failed_file_not_a_traceback
                           count_tokens=lambda t: len(t.split()))
     assert issubclass(WeaviateUnavailable, IndexUnavailable)
     assert outcome.status == "failed" and outcome.error.startswith("index backend: Cannot reach Weaviate")
+
+
+# -- documents: source and time (hypa index documents) ----------------------------------------------
+
+
+def test_document_records_carry_source_and_time(index):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS, source="/docs/toy.md")
+    [info] = index.document_info("toy")
+    assert (info.doc_id, info.content_hash, info.chunks, info.source) == ("toy-doc", "h1", len(TOY_CHUNKS), "/docs/toy.md")
+    assert info.ingested_at.endswith("Z")
+    assert index.document_info("nope") == []
+
+
+def test_a_document_class_from_an_older_hypa_gets_source_and_time_added(fake):
+    """The document class an older hypa created has no `source`/`ingested_at`: writing adds them, and
+    the records written before list with empty ones."""
+    from weaviate.classes.data import DataObject
+
+    old = make_index(fake)
+    client = old.client
+    schema = document_schema_without_source(old.document_class)
+    client.collections.create(**schema)
+    client.collections.use(old.document_class).data.insert_many([DataObject(
+        properties={"collection": "toy", "doc_id": "legacy", "content_hash": "h0", "chunk_count": 0},
+    )])
+    old.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS, source="/docs/toy.md")
+    names = {p["name"] for p in fake.state.schemas[old.document_class]["properties"]}
+    assert {"source", "ingested_at"} <= names
+    info = {d.doc_id: d for d in old.document_info("toy")}
+    assert (info["legacy"].source, info["legacy"].ingested_at) == ("", "")
+    assert info["toy-doc"].source == "/docs/toy.md"
+    old.close()
+
+
+def document_schema_without_source(name: str) -> dict:
+    from storage.weaviate_index import document_schema
+
+    schema = document_schema(name, multi_tenancy=False)
+    schema["properties"] = [p for p in schema["properties"] if p.name not in ("source", "ingested_at")]
+    return {k: v for k, v in schema.items() if v is not None}
+
+
+def test_migrate_keeps_each_documents_source_and_time(fake, tmp_path):
+    source = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder(32))
+    source.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS, source="/docs/toy.md")
+    target = make_index(fake)
+    copy_collection(source, target, "toy")
+    [copied] = target.document_info("toy")
+    [original] = source.document_info("toy")
+    assert copied == original
+    target.close()
+
+
+def test_an_import_interrupted_between_batches_takes_its_chunks_out_again(fake):
+    """Ctrl-C during `hypa ingest` into Weaviate: neither a new document's nor a new version's partial
+    chunks stay searchable."""
+    index = make_index(fake, batch_size=2)
+    chunks = [make_chunk(f"T {i}", f"text number {i}") for i in range(6)]
+    vectors = EMBEDDER.embed_passages([embedded_view(c) for c in chunks])
+
+    def interrupt_after_first_batch(_: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        index.import_document("toy", "toy-doc", "h-new", chunks, vectors, on_batch=interrupt_after_first_batch)
+    assert [o for o in fake.objects("HypaChunk") if o.properties["doc_id"] == "toy-doc"] == []
+    assert index.document_info("toy") == []
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    with pytest.raises(KeyboardInterrupt):
+        index.import_document("toy", "toy-doc", "h2", chunks, vectors, on_batch=interrupt_after_first_batch)
+    assert {o.properties["content_hash"] for o in fake.objects("HypaChunk")} == {"h1"}
+    assert index.chunks("toy") == TOY_CHUNKS
+    index.close()

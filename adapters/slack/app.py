@@ -15,6 +15,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,6 +29,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from adapters.delivery import MAX_CONCURRENT_ANSWERS, is_first_delivery
@@ -51,6 +53,7 @@ from adapters.slack.events import (
     slack_time,
     to_incoming,
 )
+from adapters.slack.request_gate import Refusal, SlackRequestGate
 from adapters.slack.tasks import BackgroundTasks
 from adapters.slack.text import rating_for_reaction
 from bot.metrics import Metrics
@@ -133,13 +136,28 @@ class SlackBot:
         self.app.action(_FEEDBACK_ACTION_IDS)(self._on_feedback_button)
 
     def routes(self) -> list[Route]:
-        """`POST /slack/events`: the Events API and interactivity (button clicks) request URL."""
-        handler = AsyncSlackRequestHandler(self.app)
+        """`POST /slack/events`: the Events API and interactivity (button clicks) request URL.
 
-        async def slack_events(request: Request):
+        Every request passes SlackRequestGate (signature first, then a readable body) before bolt
+        parses it; bolt's own verification stays on behind it, and sees only requests that pass."""
+        handler = AsyncSlackRequestHandler(self.app)
+        gate = SlackRequestGate(self.config.signing_secret)
+
+        async def slack_events(request: Request) -> Response:
+            refusal = gate.check(await request.body(), request.headers)  # starlette keeps the body read
+            if refusal is not None:
+                return self._refuse(request, refusal)
             return await handler.handle(request)
 
         return [Route(EVENTS_PATH, slack_events, methods=["POST"])]
+
+    def _refuse(self, request: Request, refusal: Refusal) -> Response:
+        size = request.headers.get("content-length", "?")
+        client = request.client.host if request.client else "?"
+        log.warning("slack request refused (%s): %s bytes from %s", refusal.detail, size, client)
+        if self.metrics is not None:
+            self.metrics.count_rejected(EVENTS_PATH, refusal.reason)
+        return JSONResponse({"error": refusal.detail}, status_code=refusal.status)
 
     def socket_mode_handler(self, app_token: str) -> AsyncSocketModeHandler:
         """A Socket Mode connection (SLACK_APP_TOKEN, xapp-…) dispatching to the same AsyncApp."""
@@ -232,6 +250,20 @@ class SlackBot:
         shown_ts = await self._show(channel, thread, placeholder_ts, message)
         if shown_ts and shown_ts != placeholder_ts:
             await self._link(reply.answer_id, channel, shown_ts)
+        if reply.followup is not None and shown_ts:
+            # The quoted answer is shown; Claude's replaces it when it arrives (outside the answer slot).
+            self.tasks.spawn(self._show_followup(channel, thread, shown_ts, reply.followup), name="slack-followup")
+
+    async def _show_followup(self, channel: str, thread: str, ts: str, followup: Future) -> None:
+        try:
+            final = await asyncio.wrap_future(followup)
+        except Exception:  # the quoted answer stays: it is a complete answer
+            log.exception("the late answer for slack message %s/%s could not be stored", channel, ts)
+            self._count_error("slack_answer")
+            return
+        shown_ts = await self._show(channel, thread, ts, render_reply(final))
+        if shown_ts and shown_ts != ts:
+            await self._link(final.answer_id, channel, shown_ts)
 
     async def _show(self, channel: str, thread: str, ts: str | None, message: SlackMessage) -> str | None:
         """Replace the placeholder with `message`; post it anew if that fails. Returns the message ts."""

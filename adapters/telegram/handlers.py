@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -144,10 +145,14 @@ class TelegramHandlers:
             if reply.duplicate:  # answered before (another delivery of the same message)
                 await _delete_quietly(placeholder)
                 return
-            await self._deliver(reply, placeholder, message)
+            shown = await self._deliver(reply, placeholder, message)
         except Exception as exc:
             await _replace_or_send(placeholder, message, FAILED)
             raise NotifiedError(f"answering telegram message {chat.id}/{message.message_id} failed") from exc
+        if reply.followup is not None:
+            # The quoted answer is shown; Claude's replaces it when it arrives. A task PTB tracks (and
+            # awaits on shutdown), so this handler returns and the next update is not held up.
+            context.application.create_task(self._show_followup(reply.followup, shown, message), update=update)
 
     async def _thread_of(self, message: Message, bot_id: int) -> str:
         """The reply chain's root: the thread of the bot answer replied to, else this message starts one."""
@@ -162,15 +167,16 @@ class TelegramHandlers:
                     return thread
         return str(message.message_id)
 
-    async def _deliver(self, reply: Reply, placeholder: Message, question: Message) -> None:
+    async def _deliver(self, reply: Reply, placeholder: Message, question: Message) -> list[Message]:
         """The first part replaces the placeholder, later parts follow as replies; buttons go on the last.
 
         Each message is linked to the answer before (placeholder) or right after it is shown, so a
-        reply or reaction on any part refers to this answer.
+        reply or reaction on any part refers to this answer. Returns the messages showing it.
         """
         rendered = render_reply(reply)
         last = len(rendered.parts) - 1
         await self._link(reply, placeholder)
+        shown = [placeholder]
         for i, part in enumerate(rendered.parts):
             keyboard = rendered.keyboard if i == last else None
             if i == 0:
@@ -178,6 +184,40 @@ class TelegramHandlers:
             else:
                 sent = await question.reply_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard, do_quote=True)
                 await self._link(reply, sent)
+                shown.append(sent)
+        return shown
+
+    async def _show_followup(self, followup: Future, shown: list[Message], question: Message) -> None:
+        """Edit the messages showing the quoted answer into Claude's (editMessageText), sending or
+        deleting messages when it has more or fewer parts. If it cannot be stored, the quoted stays."""
+        try:
+            final = await asyncio.wrap_future(followup)
+        except Exception:
+            log.exception("the late answer for telegram message %s/%s could not be stored",
+                          question.chat.id, question.message_id)
+            if self.metrics:
+                self.metrics.count_error("telegram_answer")
+            return
+        rendered = render_reply(final)
+        last = len(rendered.parts) - 1
+        try:
+            for i, part in enumerate(rendered.parts):
+                keyboard = rendered.keyboard if i == last else None
+                if i < len(shown):
+                    try:
+                        await shown[i].edit_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard)
+                    except BadRequest as exc:
+                        if "not modified" not in str(exc).lower():  # the same text again is no error
+                            raise
+                else:
+                    sent = await question.reply_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard, do_quote=True)
+                    await self._link(final, sent)
+            for extra in shown[len(rendered.parts):]:
+                await _delete_quietly(extra)
+        except TelegramError:  # the quoted answer is still shown, and complete: log it, no apology
+            log.warning("showing Claude's answer in telegram chat %s failed", question.chat.id, exc_info=True)
+            if self.metrics:
+                self.metrics.count_error("telegram_answer")
 
     async def _link(self, reply: Reply, shown: Message) -> None:
         if not reply.answer_id:

@@ -7,11 +7,14 @@ offsets into the returned text are then consistent by construction.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import io
+import logging
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +23,8 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 TEXT_SUFFIXES = (".txt",)
 HTML_SUFFIXES = (".html", ".htm")
 SUPPORTED_SUFFIXES = PDF_SUFFIXES + MARKDOWN_SUFFIXES + TEXT_SUFFIXES + HTML_SUFFIXES
+
+log = logging.getLogger(__name__)
 
 # A document needs at least this many letters/digits to be worth indexing; fewer means an
 # empty file or a scanned PDF without a text layer.
@@ -164,19 +169,22 @@ def _read_pdf(data: bytes, name: str) -> tuple[list[str], str, list[Heading]]:
 
     if b"%PDF" not in data[:1024]:
         raise DocumentError(f"{name}: not a valid PDF (no PDF header); the file is corrupt or not a PDF")
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        _unlock(reader, name)
-        raw_pages = [page.extract_text() or "" for page in reader.pages]
-        metadata_title = (reader.metadata.title if reader.metadata else None) or ""
-    except DocumentError:
-        raise
-    except PyPdfError as exc:
-        raise DocumentError(f"{name}: cannot read the PDF, it looks corrupt or truncated ({exc})") from exc
-    except Exception as exc:  # noqa: BLE001 - malformed PDFs surface as arbitrary errors deep in pypdf
-        raise DocumentError(
-            f"{name}: cannot read the PDF, it looks corrupt ({type(exc).__name__}: {exc})"
-        ) from exc
+    with _pypdf_warnings() as warnings:
+        try:
+            reader = PdfReader(io.BytesIO(data))
+            _unlock(reader, name)
+            raw_pages = [page.extract_text() or "" for page in reader.pages]
+            metadata_title = (reader.metadata.title if reader.metadata else None) or ""
+        except DocumentError:
+            raise
+        except PyPdfError as exc:
+            raise DocumentError(
+                f"{name}: cannot read the PDF, it looks corrupt or truncated ({_with_warnings(exc, warnings)})"
+            ) from exc
+        except Exception as exc:  # noqa: BLE001 - malformed PDFs surface as arbitrary errors deep in pypdf
+            raise DocumentError(
+                f"{name}: cannot read the PDF, it looks corrupt ({type(exc).__name__}: {_with_warnings(exc, warnings)})"
+            ) from exc
     if not raw_pages:
         raise DocumentError(f"{name}: the PDF has no pages")
 
@@ -187,6 +195,38 @@ def _read_pdf(data: bytes, name: str) -> tuple[list[str], str, list[Heading]]:
     pages = _rejoin_hyphenated(pages)
     title = _clean_metadata_title(metadata_title) or _short_title("\n".join(pages[:3]))
     return pages, title, []
+
+
+@contextlib.contextmanager
+def _pypdf_warnings() -> Iterator[list[str]]:
+    """Collect what pypdf logs while reading (e.g. "EOF marker not found") instead of letting it reach
+    the console: without a configured handler Python prints library warnings to stderr, which put a
+    stray line before hypa's own one-line error. On failure the collected lines join that error; on
+    success they go to the debug log. (pypdf's logger is process-wide; ingest reads one file at a time.)"""
+    collected: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            collected.append(record.getMessage())
+
+    pypdf_log = logging.getLogger("pypdf")
+    handler = Collect(logging.WARNING)
+    propagate = pypdf_log.propagate
+    pypdf_log.addHandler(handler)
+    pypdf_log.propagate = False
+    try:
+        yield collected
+    finally:
+        pypdf_log.removeHandler(handler)
+        pypdf_log.propagate = propagate
+        for line in collected:
+            log.debug("pypdf: %s", line)
+
+
+def _with_warnings(exc: BaseException, warnings: list[str]) -> str:
+    """The error, preceded by what pypdf warned about first (often the actual cause)."""
+    told = [w for w in dict.fromkeys(warnings) if w not in str(exc)][:2]
+    return "; ".join([*told, str(exc)])
 
 
 def _unlock(reader, name: str) -> None:  # noqa: ANN001 - pypdf.PdfReader

@@ -343,4 +343,4 @@ def answer_generator_from_settings(settings: Any, fallback: Any, recorder: Any =
         # The question's text only with HYPA_LOG_MESSAGE_TEXT, like the logs.
         keep_text = bool(getattr(settings, "log_message_text", False))
         recorder = JsonlFailureRecorder(path, keep_text=keep_text) if path is not None else None
-    return FallbackGenerator(generator, fallback, recorder)
+    return FallbackGenerator(generator, fallback, recorder, breaker=client.breaker)

@@ -9,7 +9,11 @@
   while open, lets one probe through after a cool-down (half-open) and closes again on success.
 * `FallbackGenerator(primary, fallback, recorder)`: a `core.pipeline.Generator` that returns the
   primary's answer, or on any failure the fallback's answer with a one-line note, after recording the
-  failure with its question. No exception reaches the caller.
+  failure with its question. No exception reaches the caller. Inside a chat's answer window
+  (core/llm/answer_window.py) it waits for the primary only until the window's deadline: then it
+  returns the fallback's answer at once, counts the wait as a failure towards the circuit breaker, and
+  leaves the primary's call running; its answer (or, if it fails, the fallback's with the reason) is
+  put in `window.late` for the chat to show instead.
 
 Every failure is turned into an `LLMError` carrying a short human `reason` for the note.
 """
@@ -23,11 +27,13 @@ import random
 import re
 import threading
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import anthropic
 
+from core.llm.answer_window import current_window, run_late
 from core.types import Answer, ScoredChunk, Turn, Usage
 from storage.llm_failures import FailureRecorder
 
@@ -397,11 +403,22 @@ class FallbackGenerator:
     fallback; a failure of the recorder is logged; a failure of the fallback yields a short apology.
     """
 
-    def __init__(self, primary: Any, fallback: Any, recorder: FailureRecorder | None = None) -> None:
+    def __init__(
+        self,
+        primary: Any,
+        fallback: Any,
+        recorder: FailureRecorder | None = None,
+        *,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
         self.primary = primary
         self.fallback = fallback
         self.recorder = recorder
+        # The primary's circuit breaker: a chat that stops waiting counts that as a failure, and while
+        # the circuit is open nobody waits at all.
+        self.breaker = breaker
         self.failures = 0
+        self._failures_lock = threading.Lock()
 
     def generate(
         self,
@@ -411,11 +428,45 @@ class FallbackGenerator:
         query_vector: Any = None,
         asked: str | None = None,
     ) -> Answer:
+        window = current_window()
+        if window is None or (self.breaker is not None and self.breaker.state == CircuitBreaker.OPEN):
+            # No one waiting in a chat, or the circuit is open (the primary fails at once): no window needed.
+            return self._primary_or_fallback(question, contexts, history, query_vector, asked)
+        late = run_late(self._primary_or_fallback, question, contexts, history, query_vector, asked)
+        try:
+            return late.result(timeout=window.remaining())
+        except FutureTimeout:
+            pass
+        # The person has waited long enough: the quoted answer now, Claude's when (if) it arrives.
+        if self.breaker is not None:
+            self.breaker.record_failure()
+        window.late = late
+        log.info("Claude has not answered within %.0f s; showing the quoted answer first", window.wait_s)
+        slow = LLMUnavailable(f"no answer within {window.wait_s:g} s", reason=f"no answer within {window.wait_s:g} s")
+        answer = self._fallback_answer(question, contexts, history, slow, query_vector)
+        if answer.refused and answer.model == "none":  # the fallback failed too: nothing better to show yet
+            return answer
+        head = f"Claude has not answered within {window.wait_s:g} s"
+        if answer.refused:
+            note = f"{head}; the quoted-answer fallback found no provision that answers this. Claude's answer will replace this when it arrives."
+        else:
+            note = f"{head}; this answer is quoted directly from the provisions and will be replaced by Claude's when it arrives."
+        return dataclasses.replace(answer, note=note, diagnostics={**answer.diagnostics, "llm_pending": 1})
+
+    def _primary_or_fallback(
+        self,
+        question: str,
+        contexts: Sequence[ScoredChunk],
+        history: Sequence[Turn],
+        query_vector: Any,
+        asked: str | None = None,
+    ) -> Answer:
         try:
             return self.primary.generate(question, contexts, history, query_vector, asked)
         except Exception as exc:  # noqa: BLE001 - nothing may reach the caller
             error = exc
-        self.failures += 1
+        with self._failures_lock:
+            self.failures += 1
         self._record(question, error)
         return self._fallback_answer(question, contexts, history, error, query_vector)
 

@@ -26,13 +26,16 @@ import json
 import logging
 import re
 import threading
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from core.llm.answer_window import current_window, run_late
 from core.llm.client import (
     ClaudeClient,
     LLMError,
     LLMRefusal,
+    LLMUnavailable,
     MalformedResponseError,
     _setting,
     client_from_settings,
@@ -105,7 +108,7 @@ class LLMRewriter:
         try:
             with self._lock:
                 self.calls += 1
-            message = self.client.create_message(**self.build_request(question, turns, n))
+            message = self._call(self.build_request(question, turns, n))
             self._add_usage(getattr(message, "usage", None))
             if getattr(message, "stop_reason", None) == "refusal":
                 raise LLMRefusal("the model declined to rewrite (stop_reason=refusal)")
@@ -116,6 +119,20 @@ class LLMRewriter:
             return Rewrite(standalone, sub_queries, model=self.config.model, language=parse_language(text))
         except Exception as exc:  # noqa: BLE001 - a rewrite failure must never reach the caller
             return self._fall_back(question, history, n, exc)
+
+    def _call(self, request: dict[str, Any]) -> Any:
+        """The API call; inside a chat's answer window (core/llm/answer_window.py) only until its
+        deadline: a person is waiting, and the offline rewrite is a fine answer to "what was asked".
+        A call given up on counts as a failure towards the client's circuit breaker."""
+        window = current_window()
+        if window is None:
+            return self.client.create_message(**request)
+        call = run_late(lambda: self.client.create_message(**request))
+        try:
+            return call.result(timeout=window.remaining())
+        except FutureTimeout:
+            self.client.breaker.record_failure()
+            raise LLMUnavailable(f"no rewrite within {window.wait_s:g} s", reason="timed out") from None
 
     # -- request -------------------------------------------------------------------------------
 

@@ -289,6 +289,17 @@ class ConversationStore:
         assert stored is not None
         return stored, True
 
+    def replace_answer(self, answer_id: str, record: AnswerRecord) -> StoredAnswer:
+        """Overwrite what an answer says and how it was made (its id, message, thread and creation time
+        stay): Claude's answer arriving after the quoted one was shown. LookupError for an unknown id."""
+        with self.engine.begin() as conn:
+            updated = conn.execute(update(_ANSWERS).where(_ANSWERS.c.id == answer_id).values(**_answer_values(record)))
+        if updated.rowcount != 1:
+            raise LookupError(f"no answer {answer_id}")
+        stored = self.get_answer(answer_id)
+        assert stored is not None
+        return stored
+
     def answer_for_message(self, message_pk: int) -> StoredAnswer | None:
         return self._one_answer(_ANSWERS.c.message_id == message_pk)
 

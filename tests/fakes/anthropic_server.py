@@ -11,6 +11,8 @@ a test queues replies, the fake returns them in order and records every request 
         fake.enqueue(reply(message([text_block("Yes.", [char_citation(0, "x", 0, 1)])])))
         fake.enqueue(error_reply(429, "rate_limit_error", "slow down", headers={"retry-after": "0"}))
         fake.enqueue(lambda request: reply(message("echo: " + request.body["model"])))
+        fake.enqueue(never_answers())                       # a hung endpoint (released when the fake stops)
+        fake.enqueue(held(reply(message("late")), gate))     # answers once the test sets `gate`
         ...
         fake.requests[0].body["system"]   # what the SDK sent
 
@@ -117,6 +119,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # wait before answering (to exercise client timeouts)
     content_type: str = "application/json"
+    # Answer only once this is set (or the fake stops): a test decides when Claude "arrives".
+    hold: threading.Event | None = None
 
 
 def reply(body: Any, *, status: int = 200, headers: dict[str, str] | None = None, delay_s: float = 0.0) -> Reply:
@@ -151,6 +155,26 @@ def error_reply(
         headers=dict(headers or {}),
         delay_s=delay_s,
     )
+
+
+def cites_first_document(request: "RecordedRequest", text: str = "The provision says so.",
+                         model: str = "claude-sonnet-5-5") -> Reply:
+    """An answer to whatever provisions were sent: one sentence citing the start of the first document
+    (use as `fake.enqueue(cites_first_document)` when the test does not know the retrieved chunks)."""
+    document = request.body["messages"][-1]["content"][0]["source"]["data"]
+    return reply(message([text_block(text, [cite(0, document, document[: min(len(document), 60)])])], model=model))
+
+
+def held(reply_: Reply, gate: threading.Event) -> Reply:
+    """`reply_`, sent only once `gate` is set (a test releases it when Claude should answer)."""
+    return Reply(status=reply_.status, body=reply_.body, raw=reply_.raw, headers=dict(reply_.headers),
+                 content_type=reply_.content_type, hold=gate)
+
+
+def never_answers() -> Reply:
+    """An endpoint that accepts the connection, reads the request and never answers (until the fake
+    stops): what a hung API or a stuck proxy looks like to the client."""
+    return Reply(status=504, body=error_body("api_error", "the fake never answered"), hold=threading.Event())
 
 
 def rate_limited(retry_after_s: float = 0.0) -> Reply:
@@ -192,6 +216,7 @@ class FakeAnthropic(LocalHTTPFake):
         self._queue: deque[ReplySpec] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._released = threading.Event()
 
     # -- scripting ---------------------------------------------------------------------------
 
@@ -237,6 +262,14 @@ class FakeAnthropic(LocalHTTPFake):
     def _sleep(self, seconds: float) -> None:
         self._stopping.wait(seconds)
 
+    def _hold(self, gate: threading.Event) -> None:
+        while not (gate.is_set() or self._stopping.is_set() or self._released.is_set()):
+            gate.wait(0.05)
+
+    def release_held(self) -> None:
+        """Answer every held request now (a `never_answers()` one with its 504), and any held later."""
+        self._released.set()
+
 
 def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
     class Handler(FakeAPIHandler):
@@ -257,6 +290,8 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             out = fake._next_reply(request)
             if out.delay_s > 0:
                 fake._sleep(out.delay_s)
+            if out.hold is not None:
+                fake._hold(out.hold)
             payload = out.raw if out.raw is not None else json.dumps(out.body).encode("utf-8")
             headers = {"request-id": f"req_fake_{len(fake.requests):04d}", **out.headers}
             self.send_payload(out.status, payload, out.content_type, headers)

@@ -2,7 +2,8 @@
 
 What weaviate-client 4.x needs from a server, and so what this fake speaks:
   * REST: GET /v1/meta (version), /v1/.well-known/ready and /openid-configuration (404: no OIDC),
-    GET|POST|DELETE /v1/schema[/{name}] (collection configs, stored as sent);
+    GET|POST|DELETE /v1/schema[/{name}] (collection configs, stored as sent), POST
+    /v1/schema/{name}/properties (a property added to a stored config);
   * gRPC (weaviate.v1.Weaviate, stubs shipped in weaviate/proto): the health check, BatchObjects,
     BatchDelete, Search (fetch_objects with EQUAL / NOT_EQUAL / AND filters and `after` paging;
     hybrid), TenantsGet.
@@ -67,6 +68,38 @@ def _int_properties(schema: dict | None) -> set[str]:
     if not schema:
         return set()
     return {p["name"] for p in schema.get("properties", []) if p.get("dataType") == ["int"]}
+
+
+def _property_with_defaults(prop: dict) -> dict:
+    """A property as Weaviate stores it: the index flags and text tokenization it fills in when the
+    client leaves them out (weaviate-client's config parser expects them)."""
+    text = prop.get("dataType", [""])[0] in ("text", "text[]")
+    return {
+        "indexFilterable": True, "indexSearchable": text, "indexRangeFilters": False,
+        **({"tokenization": "word"} if text else {}), **prop,
+    }
+
+
+# What Weaviate fills into an HNSW index config the client sent without these keys (its defaults).
+_HNSW_DEFAULTS = {
+    "skip": False, "cleanupIntervalSeconds": 300, "maxConnections": 32, "efConstruction": 128, "ef": -1,
+    "dynamicEfMin": 100, "dynamicEfMax": 500, "dynamicEfFactor": 8, "vectorCacheMaxObjects": 1_000_000_000_000,
+    "flatSearchCutoff": 40000, "distance": "cosine", "filterStrategy": "sweeping",
+}
+
+
+def _class_with_defaults(schema: dict) -> dict:
+    """A collection config as Weaviate returns it: properties and named HNSW vector indexes completed."""
+    vectors = {}
+    for name, vector in (schema.get("vectorConfig") or {}).items():
+        vector = {"vectorIndexType": "hnsw", **vector}
+        if vector["vectorIndexType"] == "hnsw":
+            vector["vectorIndexConfig"] = {**_HNSW_DEFAULTS, **(vector.get("vectorIndexConfig") or {})}
+        vectors[name] = vector
+    completed = {**schema, "properties": [_property_with_defaults(p) for p in schema.get("properties", [])]}
+    if vectors:
+        completed["vectorConfig"] = vectors
+    return completed
 
 
 def _decode_vector(data: bytes) -> np.ndarray:
@@ -243,8 +276,14 @@ class _RestHandler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path.split("?")[0] == "/v1/schema":
             with self.fake.state.lock:
-                self.fake.state.schemas[body["class"]] = body
+                self.fake.state.schemas[body["class"]] = _class_with_defaults(body)
             self._send(200, body)
+        elif m := re.fullmatch(r"/v1/schema/([^/]+)/properties", self.path.split("?")[0]):
+            with self.fake.state.lock:
+                schema = self.fake.state.schemas.get(m.group(1))
+                if schema is not None:
+                    schema.setdefault("properties", []).append(_property_with_defaults(body))
+            self._send(200, body) if schema is not None else self._send(404)
         else:
             self._send(404, {"error": [{"message": f"fake Weaviate: no POST {self.path}"}]})
 
