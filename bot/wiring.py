@@ -329,15 +329,20 @@ class Components:
 
     def warm_up(self, collection: str | None = None) -> None:
         """Load what the first question would otherwise wait for: the pipeline (and its classifier),
-        the embedding model, the term statistics and, for graph configs, the knowledge graph.
-        Without `collection`: for every served collection."""
+        the embedding model, the term statistics, the lexicon and segment features of the provision
+        ranking, the language model of the offline language check and, for graph configs, the
+        knowledge graph. Without `collection`: for every served collection."""
         collections = [collection] if collection else self.served_collections()
         self.pipeline  # noqa: B018 - builds the embedder, generator, policy (trains a missing classifier)
         self.embedder.embed_queries(["warm up"])  # loads the model (or exports it to ONNX once)
         name = self.overrides.get("config") or self.settings.retrieval_config
         uses_graph = name != "default" and get_config(name).kg and self.knowledge_graph is not None
+        if self.pipeline.language is not None:
+            self.pipeline.language.warm_up()
         for name_ in collections:
             self.term_stats(name_)
+            self.lexicon(name_)
+            self.segment_features(name_)
             if uses_graph:
                 self.knowledge_graph(name_)  # loads the graph, embeds its entity names (seconds on big corpora)
 

@@ -72,6 +72,10 @@ class LanguageDetector:
             return LanguageGuess(ENGLISH, float(confidence))
         return LanguageGuess(str(code), float(confidence))
 
+    def warm_up(self) -> None:
+        """Load the model now rather than on the first question that needs it."""
+        self._model()
+
     def _model(self):  # -> py3langid.langid.LanguageIdentifier
         with self._lock:
             if self._identifier is None:
