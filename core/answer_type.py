@@ -24,7 +24,9 @@ _NUMBER_WORDS = (
 )
 # A number, not a section number ("§ 20-871", "5-301") or a list enumerator ("1."): digits may carry
 # thousands separators and decimals; words cover what the law writes out ("one year", "six months").
-_NUMBER = rf"(?<![§\-\d])(?:\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?)(?![\-\d])|\b(?:{_NUMBER_WORDS})\b"
+# A number, not a section number ("§ 20-871", "5-301"), a list enumerator ("1.") or part of an act's
+# number ("Regulation (EU) 2016/679", "No 765/2008").
+_NUMBER = rf"(?<![§\-\d/])(?:\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?)(?![\-\d/])|\b(?:{_NUMBER_WORDS})\b"
 _TIME_UNIT = r"(?:business |calendar |working )?(?:second|minute|hour|day|week|month|year)s?"
 
 # How each kind of value is written in the law.
@@ -104,6 +106,8 @@ _ASKS = [
     (re.compile(_IS_THERE + r"(?:deadline|time limit|time frame|timeframe|period|cycle|frequency)\b", re.I), (("duration",),)),
     (re.compile(_IS_THERE + r"(?:cap|ceiling|limit|threshold|cut-?off|minimum|maximum|quota|ratio|percentage)\b", re.I),
      (("count", "percentage", "money", "duration"),)),
+    # "By what date ...?" asks for the date (a period from an event will do).
+    (re.compile(r"\bby what date\b", re.I), (("date", "duration"),)),
 ]
 _HOW_MANY = re.compile(r"\bhow many (\w+(?: \w+){0,2})", re.I)
 

@@ -135,3 +135,10 @@ def test_is_there_a_value_asks_for_one():
     assert asked_value("Is there a legal deadline for the notified body to decide?").kinds == (("duration",),)
     assert asked_value("Is there a 0.8 / four-fifths cutoff?") is not None
     assert asked_value("Is there any way to appeal?") is None
+
+
+def test_more_ways_of_asking_for_a_number():
+    assert asked_value("By what date does the AI Office have to publish the template?").kinds == (("date", "duration"),)
+    assert asked_value("What is the required notice?") is None
+    # a number inside an act's number counts nothing
+    assert not states_value("Regulation (EC) No 765/2008 and Regulation (EU) 2016/679", AskedValue((("count",),), frozenset()))
