@@ -33,7 +33,9 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from core.answer_type import AskedValue, asked_value, describe, states_value
+from core.lexicon import english_words
 from core.linear import LinearModel
+from core.query import THE_LAW
 from core.roles import role_of
 from core.termstats import TermStats
 from core.text import QUESTION_FRAMING, content_terms, quotable_spans, sentence_spans
@@ -186,6 +188,9 @@ class ExtractiveGenerator:
         sentences = [s for s in sentences if role_of(chunks[s.rank]) != "front"] or sentences
         if not sentences:
             return _Candidates.declined("")
+        names = unknown_names(question, stats)
+        if names:
+            return _Candidates.declined(f"They do not mention {_joined(names)}.")
         for term in defined_term_asked(question):
             if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
                 return _Candidates.declined("They define no such term.")
@@ -351,6 +356,41 @@ class ExtractiveGenerator:
         if nearest:
             text += " The nearest provisions I found are " + "; ".join(nearest) + "."
         return Answer(text=text, refused=True, citations=[], model=self.model_name)
+
+
+# A name in the sentence that asks: capitalised (not the first word), or letters and digits together.
+_NAME = re.compile(r"(?<![\w'’-])(?:[A-Z][a-z]+[A-Z]\w*|[A-Z][a-z]{2,}|[A-Z]{2,}[/-]?[A-Z]*\s?\d{3,})(?![\w'’-])")
+_CALENDAR = frozenset(
+    "january february march april may june july august september october november december monday tuesday "
+    "wednesday thursday friday saturday sunday".split()
+)
+_LAST_SENTENCE = re.compile(r"[^.?!]*[.?!]*\s*$")
+
+
+def unknown_names(question: str, stats: TermStats) -> list[str]:
+    """Names in the question's last sentence that the collection never uses ("Is Microsoft Copilot
+    high-risk?", "What do Illinois and Colorado require?"): the regulations say nothing about them."""
+    sentence = _LAST_SENTENCE.search(question.strip())
+    text = sentence.group(0) if sentence else question
+    first = re.match(r"\s*\W*(\w+)", text)
+    names = []
+    for m in _NAME.finditer(text):
+        word = m.group(0)
+        if first is not None and m.start() <= first.start(1):
+            continue  # a sentence's first word is capitalised anyway
+        terms = content_terms(word)
+        if not terms or word.lower() in _CALENDAR or THE_LAW.fullmatch(word):
+            continue  # a date, or the law's own name ("LL144", "DCWP")
+        if re.match(r"\s+\(?\d", text[m.end() :]) and word.lower() in english_words():
+            continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
+        if all(stats.doc_freq.get(t, 0) == 0 for t in terms):
+            names.append(word)
+    return names
+
+
+def _joined(names: list[str]) -> str:
+    names = list(dict.fromkeys(names))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 # "What is the definition of 'X'?", "what does “X” mean", "what counts as 'X'", "meaning of 'X'".

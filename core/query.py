@@ -32,12 +32,14 @@ _OPENING = re.compile(
     r"^(?:(?:so|ok|okay|and|but|also|hi|hey|hello|quick question|question|follow[- ]up|sorry|thanks)\b[,:!]?\s*)+",
     re.IGNORECASE,
 )
-# The law named as a whole: every provision of the collection shares it, so it only dilutes.
-_THE_LAW = re.compile(
-    r"\b(?:under|in|by|from|of|according to|per|for)?\s*(?:the\s+)?(?:EU\s+)?"
-    r"(?:AI Act|Artificial Intelligence Act|Local Law 144|LL\s?144|NYC(?:'s)? (?:AEDT )?(?:law|rules?)|"
-    r"DCWP(?:'s)? rules?|this (?:law|regulation)|the (?:law|rules|regulation))\b",
+# How users name the law itself (every provision of the collection shares it, so it only dilutes a search).
+THE_LAW = re.compile(
+    r"(?:EU\s+)?(?:AI Act|Artificial Intelligence Act|Local Law 144|LL\s?144|NYC(?:'s)? (?:AEDT )?(?:law|rules?)|"
+    r"DCWP(?:'s)? rules?|this (?:law|regulation)|the (?:law|rules|regulation))",
     re.IGNORECASE,
+)
+_THE_LAW = re.compile(
+    r"\b(?:under|in|by|from|of|according to|per|for)?\s*(?:the\s+)?" + THE_LAW.pattern + r"\b", re.IGNORECASE
 )
 # "is X considered high-risk", "does X count as a provider", "is it banned to X": the X is asked about.
 _CLASSIFY = re.compile(

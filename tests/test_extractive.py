@@ -118,3 +118,16 @@ def test_front_matter_is_never_quoted_while_a_provision_can_be():
     contexts = [ScoredChunk(front, 2.0), *scored()]
     answer = toy_generator().generate("Was the local law on widget notice to buyers passed?", contexts)
     assert all(c.label != "Toy Bill" for c in answer.citations)
+
+
+def test_a_name_the_regulations_never_use_is_not_answered_about():
+    from core.extractive import unknown_names
+
+    stats = TermStats.from_texts(c.text for c in [sc.chunk for sc in scored()])
+    assert unknown_names("We also sell in Chicago. What does Illinois require of sellers?", stats) == ["Illinois"]
+    assert unknown_names("Is the WidgetPro 3000 covered?", stats) == ["WidgetPro"]
+    assert unknown_names("Must a seller notify buyers by Friday under LL144?", stats) == []  # a day, the law's name
+    assert unknown_names("What is the date in Document 27?", stats) == []  # a numbered part
+    assert unknown_names("We sell in Chicago. Must sellers notify buyers?", stats) == []  # not in the asking sentence
+    answer = toy_generator().generate("What does Illinois require of sellers?", scored())
+    assert answer.refused and "They do not mention Illinois." in answer.text
