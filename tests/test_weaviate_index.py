@@ -574,3 +574,32 @@ def test_an_import_interrupted_between_batches_takes_its_chunks_out_again(fake):
     assert {o.properties["content_hash"] for o in fake.objects("HypaChunk")} == {"h1"}
     assert index.chunks("toy") == TOY_CHUNKS
     index.close()
+
+
+# -- the learned provision ranking on Weaviate ---------------------------------------------------------
+
+
+def test_the_provision_ranking_reads_bm25_ranks_from_weaviate_and_ranks_locally(index, fake):
+    """The ranker's only backend signal is the BM25 rank (a hybrid query with alpha 0); the meaning
+    signals come from stored vectors, the same for every backend (core/segments.py)."""
+    from core.linear import LinearModel
+    from core.query import QueryPlan
+    from core.ranking import FEATURES, BM25Search, FeatureBuilder, ProvisionRanker
+    from core.segments import SegmentIndex
+
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    bm25 = BM25Search(index)
+    ids = bm25.ranked_ids("civil penalty", "toy", limit=3)
+    request = fake.searches[-1].hybrid_search
+    assert request.alpha == pytest.approx(0.0) and request.fusion_type == base_search_pb2.Hybrid.FUSION_TYPE_RANKED
+    assert set(ids) <= {c.id for c in TOY_CHUNKS} and len(ids) == 3
+
+    class Vectors:
+        def get(self, texts):
+            return EMBEDDER.embed_passages(list(texts))
+
+    features = FeatureBuilder(SegmentIndex(index.chunks("toy"), Vectors()))
+    only_bm25 = ProvisionRanker(LinearModel.of(FEATURES, {"bm25": 1.0}), bm25)
+    plan = QueryPlan(text="civil penalty")
+    ranked = only_bm25.rank(plan, "toy", features, EMBEDDER.embed_queries([plan.text])[0], None, limit=3)
+    assert [sc.chunk.id for sc in ranked] == ids  # the order the backend returned
