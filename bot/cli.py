@@ -524,8 +524,7 @@ def eval_run(
     _check_collection(components, collection)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     # Load the model and the collection before the clock starts: latency is per question, not start-up.
-    components.embedder.embed_queries(["warm up"])
-    components.term_stats(collection)
+    components.warm_up(collection)
     try:
         summary = run_eval(dataset, out_path, components.pipeline, collection, progress=True)
     except DatasetError as exc:
