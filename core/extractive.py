@@ -38,7 +38,7 @@ from core.linear import LinearModel
 from core.query import THE_LAW
 from core.roles import role_of
 from core.termstats import TermStats
-from core.text import QUESTION_FRAMING, content_terms, quotable_spans, sentence_spans
+from core.text import QUESTION_FRAMING, content_terms, quotable_spans, sentence_spans, trim_markup
 from core.types import Answer, Chunk, Citation, ScoredChunk, Turn
 
 REFUSAL_TEXT = "The loaded regulations don't address this question."
@@ -128,7 +128,7 @@ class _Candidates:
 # Labels and headings that open a unit: "Article 4", "ANNEX III", "§ 5-301 Bias Audit.", "CHAPTER V".
 _HEADING_LINE = re.compile(
     r"^\s*(?:Article\s+\d+[a-z]?|ANNEX\s+[IVXLC]+|Annex\s+[IVXLC]+|CHAPTER\s+[IVXLC]+|SECTION\s+\d+|Section\s+\d+"
-    r"|§+\s*[\d-]+\.?)\s*$"
+    r"|§+\s*[\d-]+\.?|#{1,6}\s.*)\s*$"
 )
 _CLAUSE_END = re.compile(r"(?<=;)\s+")
 _LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\)|[•\-–])\s")
@@ -434,11 +434,14 @@ def _sentences(chunks: list[Chunk]) -> list[_Sentence]:
     for rank, chunk in enumerate(chunks):
         text = chunk.text
         for a, b in quotable_spans(text):
-            start = _after_heading_lines(text, a, b, chunk.heading)
-            quote = text[start:b]
+            trimmed = trim_markup(text, _after_heading_lines(text, a, b, chunk.heading), b)
+            if trimmed is None:  # "**(a)** A seller ..." once "## § 2 Notice." is gone
+                continue
+            start, end = trimmed
+            quote = text[start:end]
             if len(quote.split()) < MIN_QUOTE_WORDS or not any(ch.islower() for ch in quote):
                 continue  # a page number, a running header, a bare heading
-            out.append(_Sentence(rank, start, b, text[a:b], frozenset(content_terms(quote))))
+            out.append(_Sentence(rank, start, end, text[a:b], frozenset(content_terms(quote))))
     return out
 
 

@@ -98,10 +98,54 @@ def sentence_spans(text: str, min_chars: int = 12) -> list[tuple[int, int]]:
     return trimmed
 
 
+# Where a sentence cannot go on: a blank line, an HTML block tag, a Markdown heading or list line.
+_BLOCK_BREAK = re.compile(
+    r"\n[ \t]*\n|</?(?:p|div|li|ul|ol|h[1-6]|br|tr|td|th|table|section|article|blockquote)\b[^>]*>"
+    r"|\n(?=[ \t]*(?:#{1,6}[ \t]|[-*+][ \t]|>[ \t]))",
+    re.IGNORECASE,
+)
+# Markup at either end of a sentence: Markdown heading, list, quote and emphasis marks, HTML tags.
+# (An emphasised enumerator, "**(a)**", goes with the marks: the quote cannot drop the inner ones.)
+_LEADING_MARKUP = re.compile(
+    r"(?:\s+|#{1,6}(?=\s)|[-+>](?=\s)|\*{1,3}\(\w{1,4}\)\*{1,3}|\*{1,3}|_{2,3}|</?[A-Za-z][^>]*>)+"
+)
+_TRAILING_MARKUP = re.compile(r"(?:\s+|\*{1,3}|_{2,3}|</?[A-Za-z][^>]*>)+$")
+# A running page number or header left by a PDF: "3", "Page 3", "- 3 -", "3 of 11".
+_PAGE_NUMBER = re.compile(r"^[-–\s]*(?:page\s+)?\d{1,4}(?:\s+of\s+\d{1,4})?[-–\s]*$", re.IGNORECASE)
+
+
 def quotable_spans(text: str) -> list[tuple[int, int]]:
-    """The sentences an answer may quote: `sentence_spans` with a bare heading ("(b) Test Data.")
-    joined to the sentence after it, so neither stands alone."""
-    return _merge_headings(text, sentence_spans(text))
+    """The sentences an answer may quote: `sentence_spans` within each block of the text (blocks end
+    at blank lines, HTML block tags and Markdown headings), a bare heading ("(b) Test Data.") joined
+    to the sentence after it, Markdown and HTML marks trimmed from both ends, page numbers dropped.
+    Spans index `text`, so `text[a:b]` is always a verbatim quote."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in [*_BLOCK_BREAK.finditer(text), None]:
+        end = m.start() if m is not None else len(text)
+        block = text[start:end]
+        if block.strip():
+            for a, b in _merge_headings(block, sentence_spans(block)):
+                trimmed = trim_markup(block, a, b)
+                if trimmed is not None:
+                    spans.append((start + trimmed[0], start + trimmed[1]))
+        if m is not None:
+            start = m.end()
+    return spans
+
+
+def trim_markup(text: str, a: int, b: int) -> tuple[int, int] | None:
+    """(a, b) without markup at its ends; None when nothing quotable is left (a page number)."""
+    lead = _LEADING_MARKUP.match(text, a, b)
+    if lead:
+        a = lead.end()
+    trail = _TRAILING_MARKUP.search(text, a, b)
+    if trail:
+        b = trail.start()
+    piece = text[a:b]
+    if not any(ch.isalpha() for ch in piece) or _PAGE_NUMBER.match(piece):
+        return None
+    return a, b
 
 
 def _merge_headings(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

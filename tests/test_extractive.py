@@ -131,3 +131,17 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     assert unknown_names("We sell in Chicago. Must sellers notify buyers?", stats) == []  # not in the asking sentence
     answer = toy_generator().generate("What does Illinois require of sellers?", scored())
     assert answer.refused and "They do not mention Illinois." in answer.text
+
+
+def test_markdown_html_and_page_numbers_are_never_quoted():
+    text = (
+        "## § 2 Notice.\n**(a)** A seller shall notify each buyer ten business days before selling a widget.\n"
+        "<p>Notice may be given by mail or e-mail.</p>\n\nPage 3"
+    )
+    chunk = make_chunk("Widget Rules § 2", text, heading="Notice")
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts([text]))
+    answer = generator.generate("How many days before selling must a seller notify each buyer by mail?", [ScoredChunk(chunk, 1.0)])
+    quotes = [c.quote for c in answer.citations]
+    assert quotes and all(q in text for q in quotes)
+    assert not any(mark in q for q in quotes for mark in ("#", "**", "<p>", "</p>", "Page 3"))
+    assert "A seller shall notify each buyer ten business days before selling a widget." in quotes
