@@ -16,13 +16,13 @@ unanswerable rows (no evidence) are skipped.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from core.eval.report import read_jsonl
 from core.eval.user_style import fold, overlaps
 from core.linear import LinearModel
 from core.types import Turn
@@ -51,13 +51,7 @@ class TrainingSet:
 def read_training_questions(paths: Iterable[Path]) -> list[TrainingQuestion]:
     out: list[TrainingQuestion] = []
     for path in paths:
-        for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
+        for _, row in read_jsonl(Path(path), "training questions"):
             evidence = tuple(str(e) for e in row.get("evidence") or [])
             if not row.get("answerable", bool(evidence)) or not evidence:
                 continue

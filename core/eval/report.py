@@ -77,7 +77,8 @@ class ScopeVerdict:
     note: str = ""
 
 
-def _read_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
+def read_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
+    """(line number, row) of a JSONL file of objects with an 'id'; DatasetError names path:line."""
     rows = []
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
@@ -101,7 +102,7 @@ def read_gold(path: str | Path) -> dict[str, GoldRow]:
     Keeps the question type (``metadata.question_type``, else ``"unknown"``) and the reference answer.
     """
     gold: dict[str, GoldRow] = {}
-    for _, row in _read_jsonl(Path(path), "gold dataset"):
+    for _, row in read_jsonl(Path(path), "gold dataset"):
         meta = row.get("metadata") or {}
         qtype = meta.get("question_type") if isinstance(meta, dict) else None
         gold[str(row["id"])] = GoldRow(
@@ -114,7 +115,7 @@ def read_gold(path: str | Path) -> dict[str, GoldRow]:
 
 def read_results(path: str | Path) -> list[dict]:
     """The rows of a results file written by `run_eval` (a clear error names a bad line)."""
-    return [row for _, row in _read_jsonl(Path(path), "results file")]
+    return [row for _, row in read_jsonl(Path(path), "results file")]
 
 
 def load_scope_review(path: str | Path) -> dict[str, ScopeVerdict]:

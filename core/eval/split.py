@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.eval.run import DatasetError
+from core.eval.report import read_jsonl
 
 PARTS = ("study", "measure")
 
@@ -47,18 +47,7 @@ def group_ids(rows: list[dict]) -> list[str]:
 
 def split_dataset(path: Path, out_dir: Path, salt: str = "") -> SplitSummary:
     """Write `<stem>.study.jsonl` and `<stem>.measure.jsonl` (rows unchanged, in file order)."""
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{lineno}: invalid JSON ({e.msg})") from None
-            if not isinstance(row, dict) or "id" not in row:
-                raise DatasetError(f"{path}:{lineno}: expected a JSON object with an 'id'")
-            rows.append(row)
+    rows = [row for _, row in read_jsonl(path, "dataset")]
     out_dir.mkdir(parents=True, exist_ok=True)
     targets = {part: out_dir / f"{path.stem}.{part}.jsonl" for part in PARTS}
     counts = dict.fromkeys(PARTS, 0)
