@@ -27,7 +27,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Iterable
 
-from core.kg.normalize import _MINOR, find_abbreviations
+from core.kg.normalize import MINOR_WORDS, find_abbreviations
 from core.text import STOPWORDS
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]|[A-Za-z]")
@@ -107,9 +107,9 @@ class Lexicon:
             for n in range(2, MAX_PHRASE_WORDS + 1):
                 for i in range(len(tokens) - n + 1):
                     gram = tokens[i : i + n]
-                    if gram[0].lower() in _MINOR or gram[-1].lower() in _MINOR:
+                    if gram[0].lower() in MINOR_WORDS or gram[-1].lower() in MINOR_WORDS:
                         continue
-                    if any(w.lower() in STOPWORDS and w.lower() not in _MINOR for w in gram):
+                    if any(w.lower() in STOPWORDS and w.lower() not in MINOR_WORDS for w in gram):
                         continue
                     phrases[" ".join(gram)] += 1
         aliases = find_abbreviations("\n".join(texts))
@@ -213,7 +213,7 @@ def _initials(words: list[str]) -> str | None:
     words are skipped. None when a word has no letter to give."""
     letters = []
     for word in words:
-        if word.lower() in _MINOR:
+        if word.lower() in MINOR_WORDS:
             continue
         if word.isupper() and len(word) <= 4:
             letters.append(word.lower())

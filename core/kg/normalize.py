@@ -21,7 +21,7 @@ _NOT_PLURAL = ("ss", "us", "is", "as", "ics")
 _INVARIANT = frozenset({"data", "series", "species", "news", "means", "whereas"})
 # Small words skipped when matching an abbreviation's letters to initials ("Department of Consumer
 # and Worker Protection" -> DCWP).
-_MINOR = frozenset({"of", "and", "the", "for", "on", "in", "to", "a", "an", "or", "&"})
+MINOR_WORDS = frozenset({"of", "and", "the", "for", "on", "in", "to", "a", "an", "or", "&"})
 
 
 def normalize_quotes(text: str) -> str:
@@ -68,7 +68,7 @@ def initials_match(abbr: str, words: list[str]) -> bool:
 
 def _match(letters: list[str], words: list[str]) -> bool:
     if not letters:
-        return all(w in _MINOR for w in words)
+        return all(w in MINOR_WORDS for w in words)
     if not words:
         return False
     head, rest = words[0], words[1:]
@@ -79,7 +79,7 @@ def _match(letters: list[str], words: list[str]) -> bool:
     split_ok = 1 < len(parts) <= len(letters) and [p[:1] for p in parts] == letters[: len(parts)]
     if split_ok and _match(letters[len(parts) :], rest):
         return True
-    return head in _MINOR and _match(letters, rest)
+    return head in MINOR_WORDS and _match(letters, rest)
 
 
 # The parenthesis first (cheap to find); the long form is then read from the words before it.
@@ -133,7 +133,7 @@ def _initials_suffix(abbr: str, words: list[str]) -> str | None:
     letters = sum(1 for c in abbr if c.isalnum())
     for n in range(1, min(len(words), letters * 2 + 2) + 1):
         tail = [w.strip("\"'(),") for w in words[-n:]]
-        if tail[0].lower() in _MINOR:
+        if tail[0].lower() in MINOR_WORDS:
             continue
         if initials_match(abbr, tail):
             return " ".join(tail)
