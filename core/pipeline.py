@@ -216,7 +216,11 @@ class AnswerPipeline:
         clock: _Stopwatch | None = None,
     ) -> Retrieved:
         """Everything `answer` does before the generator: rewrite, plan, embed, choose the
-        parameters, rank and select the contexts."""
+        parameters, rank and select the contexts. ValueError (saying why) for an empty, too long or
+        wordless question."""
+        problem = self._validate(question.strip())
+        if problem:
+            raise ValueError(problem)
         clock = clock or _Stopwatch()
         collection = collection or self.default_collection
         t = time.perf_counter()
