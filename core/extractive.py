@@ -33,6 +33,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from core.answer_type import AskedValue, asked_value, describe, states_value
+from core.asks import asks_definition, asks_list, defined_terms, defines, leads_a_list
 from core.lexicon import english_words
 from core.linear import LinearModel
 from core.query import THE_LAW
@@ -83,6 +84,9 @@ SENTENCE_FEATURES: tuple[str, ...] = (
     "states_value",  # the question asks for a value and the sentence states it about what was asked
     "opens_provision",  # the provision's first sentence
     "length",  # log(1 + words) / 4
+    "defines_asked",  # the sentence defines, and its provision defines a term the question uses
+    "list_asked",  # a "what must it include" question, and the sentence leads a list
+    "definition_asked",  # a "what is / what counts as" question, and the sentence defines
 )
 HAND_WEIGHTS = {
     "cosine": 1.0, "terms": 0.5, "provision_rank": 0.3, "example": -0.1, "commentary": -0.2, "recital": -0.25,
@@ -206,7 +210,7 @@ class ExtractiveGenerator:
                 return _Candidates.declined("")
         elif _coverage(frozenset().union(*(s.terms for s in sentences)), weights) < self.config.min_support:
             return _Candidates.declined("")
-        x = self._features(sentences, quoted, weights, cosines, stating)
+        x = self._features(question, sentences, quoted, weights, cosines, stating)
         if stating:  # a value question is answered by the clause that best states the value about it
             most = max(stating.values())
             leads = [i for i, s in enumerate(sentences) if stating.get(s, -1.0) >= most]
@@ -224,6 +228,7 @@ class ExtractiveGenerator:
 
     def _features(
         self,
+        question: str,
         sentences: list[_Sentence],
         quoted: list[ScoredChunk],
         weights: dict[str, float],
@@ -235,6 +240,12 @@ class ExtractiveGenerator:
         if cosines is not None:
             x[:, col["cosine"]] = cosines
         asks_example = "exampl" in weights  # a question about the example wants the example
+        wants_list, wants_definition = asks_list(question), asks_definition(question)
+        question_terms = " " + " ".join(content_terms(question)) + " "
+        defines_asked = [
+            role_of(sc.chunk) == "definition" and any(f" {t} " in question_terms for t in defined_terms(sc.chunk))
+            for sc in quoted
+        ]
         top = quoted[0].score
         chunks = [sc.chunk for sc in quoted]
         first_of: dict[int, int] = {}
@@ -248,7 +259,11 @@ class ExtractiveGenerator:
                 x[i, col[role]] = 1.0
             x[i, col["states_value"]] = 1.0 if s in stating else 0.0
             x[i, col["opens_provision"]] = 1.0 if first_of[s.rank] == i else 0.0
-            x[i, col["length"]] = math.log1p(len(s.text(chunks).split())) / 4.0
+            text = s.text(chunks)
+            x[i, col["length"]] = math.log1p(len(text.split())) / 4.0
+            x[i, col["defines_asked"]] = 1.0 if defines_asked[s.rank] and defines(text) else 0.0
+            x[i, col["list_asked"]] = 1.0 if wants_list and leads_a_list(text) else 0.0
+            x[i, col["definition_asked"]] = 1.0 if wants_definition and defines(text) else 0.0
         return x
 
     def _stating_asked_value(

@@ -26,10 +26,11 @@ from typing import Sequence
 import numpy as np
 
 from core.answer_type import asked_value, states_value
+from core.asks import asks_actor, asks_definition, asks_list, defined_terms, leads_a_list
 from core.linear import LinearModel
 from core.query import QueryPlan
 from core.roles import role_of
-from core.segments import SegmentIndex
+from core.segments import SegmentIndex, chunk_segments
 from core.termstats import TermStats
 from core.text import QUESTION_FRAMING, content_terms
 from core.types import Chunk, ScoredChunk
@@ -55,6 +56,9 @@ FEATURES: tuple[str, ...] = (
     "terms",  # share of the question's idf-weighted key terms in the provision
     "segment_terms",  # ... in the provision's best sentence
     "named",  # the question names this provision ("Article 50", "§ 5-303", "Annex III", "Example 3")
+    "actor_defined",  # a "who / which authority" question, and the provision defines a term it uses
+    "list_asked",  # a "what must it include / calculate" question, and the provision leads a list
+    "definition_asked",  # a "what is / what counts as" question, and the provision is a definition
 )
 ROLE_FEATURES = ("definition", "example", "recital", "commentary", "front")
 BM25_CANDIDATES = 100
@@ -79,10 +83,6 @@ def named_provisions(text: str) -> frozenset[tuple[str, str]]:
     return frozenset(out)
 
 
-# A defined term: “deployer” means ..., ‘AI system’ means ..., "Selection rate" means ...
-_DEFINED = re.compile(r"[“\"‘']([^”\"’']{2,80})[”\"’']\s+(?:or\s+[“\"‘'][^”\"’']{1,40}[”\"’']\s+)?means\b")
-
-
 class BM25Search:
     """What the ranker needs from an index backend: BM25 ranks (core.pipeline's ChunkIndex fits
     through `hybrid_search(..., alpha=0)`)."""
@@ -93,16 +93,6 @@ class BM25Search:
     def ranked_ids(self, query: str, collection: str, limit: int) -> list[str]:
         hits = self._index.hybrid_search(query, collection=collection, limit=limit, fusion="rankedFusion", alpha=0.0)
         return [sc.chunk.id for sc in hits]
-
-
-def defined_terms(chunk: Chunk) -> frozenset[str]:
-    """The stemmed terms a definition chunk defines (from its heading "Definitions — X; Y" and from
-    “X” means ... in its text)."""
-    names: list[str] = []
-    if "—" in chunk.heading:
-        names += [n for n in chunk.heading.split("—", 1)[1].split(";")]
-    names += _DEFINED.findall(chunk.text)
-    return frozenset(" ".join(content_terms(n)) for n in names if content_terms(n))
 
 
 class FeatureBuilder:
@@ -120,6 +110,7 @@ class FeatureBuilder:
                 self._static[i, col[role]] = 1.0
         self._defined = [defined_terms(c) if r == "definition" else frozenset() for c, r in zip(chunks, roles)]
         self._names = [named_provisions(c.label) for c in chunks]
+        self._lists = np.array([any(leads_a_list(seg) for seg in chunk_segments(c)) for c in chunks], dtype=np.float32)
         self._col = col
         # Which chunks and which segments hold each term, for the key-term coverage signals.
         self._stats = TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks)
@@ -170,6 +161,12 @@ class FeatureBuilder:
             for i, names in enumerate(self._names):
                 if names & asked_names:
                     x[i, col["named"]] = 1.0
+        if asks_actor(plan.question):
+            x[:, col["actor_defined"]] = x[:, col["defines_asked_term"]]
+        if asks_list(plan.question):
+            x[:, col["list_asked"]] = self._lists
+        if asks_definition(plan.question):
+            x[:, col["definition_asked"]] = x[:, col["definition"]]
         return x
 
     def _coverage(self, question: str, x: np.ndarray) -> None:

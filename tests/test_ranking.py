@@ -9,7 +9,8 @@ import pytest
 
 from core.linear import LinearModel, ModelWeightsError, load_model, save_models
 from core.query import QueryPlan
-from core.ranking import FEATURES, FeatureBuilder, ProvisionRanker, defined_terms, named_provisions
+from core.asks import defined_terms
+from core.ranking import FEATURES, FeatureBuilder, ProvisionRanker, named_provisions
 from core.ranking_train import fit_weights, listwise_loss, read_training_questions, TrainingSet
 from core.segments import SegmentIndex, unit_texts
 from storage.embedder import HashingEmbedder
@@ -173,3 +174,15 @@ def test_training_questions_read_only_answerable_rows_with_evidence(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     questions = read_training_questions([path])
     assert [q.id for q in questions] == ["a"] and questions[0].history[0].content == "first"
+
+
+def test_what_a_question_asks_for_and_what_a_passage_is():
+    from core.asks import asks_actor, asks_definition, asks_list, defines, leads_a_list
+
+    assert asks_actor("Who may conduct a bias audit?") and asks_actor("Which authority supervises banks' AI?")
+    assert not asks_actor("What must a bias audit calculate?")
+    assert asks_list("What must a bias audit calculate?") and asks_list("What information goes in the notice?")
+    assert asks_definition("What is an AEDT?") and asks_definition("What counts as a 'simplified output'?")
+    assert not asks_definition("What is the penalty for a first violation of the notice rules?")
+    assert defines("The term “bias audit” means an impartial evaluation") and not defines("Sellers shall notify.")
+    assert leads_a_list("a bias audit must, at a minimum:") and not leads_a_list("Sellers shall notify buyers.")
