@@ -174,7 +174,7 @@ class ExtractiveGenerator:
             return self._refusal(contexts, found.refusal)
         scores = self.model.score(found.features)
         chosen = self._choose(found, scores)
-        return self._render([self._with_list(s, found.chunks) for s in chosen], found.chunks)
+        return self._render(_without_overlaps([self._with_list(s, found.chunks) for s in chosen]), found.chunks)
 
     def candidates(
         self, question: str, contexts: Sequence[ScoredChunk], query_vector: np.ndarray | None = None
@@ -479,6 +479,16 @@ def _after_heading_lines(text: str, a: int, b: int, heading: str) -> int:
             start = newline + 1
             continue
         return start
+
+
+def _without_overlaps(chosen: list[_Sentence]) -> list[_Sentence]:
+    """The chosen sentences without one that another already quotes (a list item chosen on its own
+    and again with its lead-in), in the same order."""
+    kept: list[_Sentence] = []
+    for s in sorted(chosen, key=lambda s: -(s.end - s.start)):  # longest first: they swallow the others
+        if not any(k.rank == s.rank and k.start < s.end and s.start < k.end for k in kept):
+            kept.append(s)
+    return [s for s in chosen if s in kept]
 
 
 def _coverage(terms: frozenset[str] | set[str], weights: dict[str, float]) -> float:

@@ -145,3 +145,16 @@ def test_markdown_html_and_page_numbers_are_never_quoted():
     assert quotes and all(q in text for q in quotes)
     assert not any(mark in q for q in quotes for mark in ("#", "**", "<p>", "</p>", "Page 3"))
     assert "A seller shall notify each buyer ten business days before selling a widget." in quotes
+
+
+def test_a_list_item_quoted_with_its_lead_in_is_not_quoted_again():
+    text = (
+        "(b) Notices required. A seller shall notify each buyer of the following: 1. That a widget audit was done "
+        "on the widget. 2. The name of the independent reviewer who audited the widget."
+    )
+    chunk = make_chunk("Toy Code § 1-104(b)", text)
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts([text]))
+    answer = generator.generate("What must a seller tell buyers about the widget audit and the reviewer?", [ScoredChunk(chunk, 1.0)])
+    assert answer.text.count("That a widget audit was done") == 1
+    quotes = [c.quote for c in answer.citations]
+    assert not any(a != b and a in b for a in quotes for b in quotes)
