@@ -1,9 +1,30 @@
 """Fixtures shared by several test modules."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from bot.settings import Settings
 from tests.fakes.anthropic_server import FakeAnthropic
+
+# Settings a developer's machine or shell may carry that would change what the code under test does
+# (an API key turns answers into Claude's, a token starts a bot). HYPA_TEST_* and WEAVIATE_URL are how
+# a run opts into the PostgreSQL and live-Weaviate tests, so they stay.
+_MACHINE_SETTINGS = (
+    "ANTHROPIC_API_KEY", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN",
+    "TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_settings(monkeypatch):
+    """Every test starts from the defaults: no HYPA_* or service credentials from the environment, and
+    no `.env` from the working directory (a test sets what it needs itself)."""
+    for name in list(os.environ):
+        if (name.startswith("HYPA_") and not name.startswith("HYPA_TEST_")) or name in _MACHINE_SETTINGS:
+            monkeypatch.delenv(name)
+    monkeypatch.setitem(Settings.model_config, "env_file", None)
 
 
 @pytest.fixture

@@ -96,3 +96,22 @@ def test_a_follow_up_asking_the_same_of_someone_else_is_read_in_place():
     assert standalone_query("What about employer agencies?", earlier) == (  # no embedding model
         "Does an employer have to publish the results of the bias audit? What about employer agencies?"
     )
+
+
+def test_a_machines_settings_never_reach_a_test(tmp_path):
+    """tests/conftest.py clears them: with a key or a .env here, answers would silently be Claude's."""
+    import os
+
+    from bot.settings import Settings
+
+    assert "ANTHROPIC_API_KEY" not in os.environ and not any(
+        k.startswith("HYPA_") and not k.startswith("HYPA_TEST_") for k in os.environ
+    )
+    (tmp_path / ".env").write_text("ANTHROPIC_API_KEY=sk-from-a-dotenv\nHYPA_TOP_K=3\n")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        settings = Settings()
+    finally:
+        os.chdir(here)
+    assert settings.anthropic_api_key == "" and settings.top_k == 10
