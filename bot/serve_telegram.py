@@ -79,13 +79,14 @@ def build_telegram_server(
     readiness: Callable[[], dict[str, bool]] = dict,
 ) -> TelegramServer:
     """The PTB application (handlers registered) inside the HTTP app that starts and stops it."""
-    application = build_application(config, TelegramHandlers(service, metrics))
+    handlers = TelegramHandlers(service, metrics)
+    application = build_application(config, handlers)
     routes = [webhook_route(application, config.webhook_path, config.webhook_secret)] if config.webhook_mode else []
     http_app = build_http_app(
         routes=routes,
         readiness=lambda: {"telegram": telegram_ready(application), **readiness()},
         metrics=metrics,
-        lifespan=telegram_lifespan(application, config),
+        lifespan=telegram_lifespan(application, config, handlers),
     )
     return TelegramServer(application, http_app, config)
 

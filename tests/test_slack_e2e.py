@@ -16,6 +16,8 @@ from adapters.slack.blocks import (
     PLACEHOLDER_TEXT,
     UNKNOWN_ANSWER_TEXT,
 )
+from adapters.slack.events import BotIdentity, to_incoming
+from adapters.slack.replies import PLACEHOLDER_EVENT
 from tests.fakes.slack_server import (
     BOT_USER_ID,
     FakeSlack,
@@ -309,34 +311,53 @@ def test_rate_limited_web_api_calls_are_retried_after_retry_after(bot, fake):
 
 
 def test_an_internal_failure_is_told_to_the_user(bot, fake, monkeypatch):
-    def broken(message):
+    def broken(delivery):
         raise RuntimeError("database exploded")
 
     errors = 'hypa_errors_total{component="slack_answer"}'
     errors_before = metric(bot, errors)
-    monkeypatch.setattr(bot.server.bot.service, "handle", broken)
-    _, message = ask(bot, fake)
+    monkeypatch.setattr(bot.server.bot.service, "answer", broken)
+    event, message = ask(bot, fake)
     assert FAILURE_TEXT in shown_text(message.blocks)
+    assert [m.ts for m in fake.thread(event["channel"], event["ts"])] == [message.ts]  # the placeholder became it
     assert metric(bot, errors) - errors_before == 1
+    assert bot.store.owed_messages("slack") == []  # told: the lease is complete
 
 
-def test_a_failing_delivery_claim_still_answers_once(bot, fake, monkeypatch):
-    """The claims are a database write before the answer: if it fails, the user still gets the answer
-    (the service itself refuses to answer one message twice), never silence."""
+@pytest.mark.parametrize(
+    "text, expect",
+    [(42, FAILURE_TEXT), (["a", "list"], FAILURE_TEXT), ({"an": "object"}, FAILURE_TEXT), (None, "Please ask a question")],
+    ids=["number", "list", "object", "null"],
+)
+def test_a_mention_whose_text_is_not_a_string_gets_a_reply_not_silence(bot, fake, text, expect):
+    event = mention_event(QUESTION) | {"text": text}
+    assert bot.slack.send(envelope(event)).status_code == 200
 
-    def broken(platform, delivery_id):
+    def final_reply():
+        shown = fake.thread(event["channel"], event["ts"])
+        return shown if shown and all(m.text != PLACEHOLDER_TEXT for m in shown) else None
+
+    fake.wait_for(final_reply, what="a reply in place of any placeholder")
+    fake.wait_quiet(0.3)
+    (reply,) = fake.thread(event["channel"], event["ts"])  # one message, and no placeholder left
+    assert expect in shown_text(reply.blocks)
+
+
+def test_a_message_that_cannot_be_recorded_gets_an_apology_and_is_counted(bot, fake, monkeypatch):
+    """The lease is a database write before anything is posted: if the database refuses it, the person
+    is told at once instead of waiting on a placeholder that nobody will ever finish."""
+
+    def broken(message):
         raise RuntimeError("database is locked")
 
     errors = 'hypa_errors_total{component="slack_claim"}'
     errors_before = metric(bot, errors)
-    monkeypatch.setattr(bot.server.bot.service, "claim_delivery", broken)
-    event, message = ask(bot, fake)
-    assert "$500" in shown_text(message.blocks)
-    bot.slack.send(envelope(mention_event(QUESTION, ts=event["ts"])), retry_num=1)  # same message again
-    fake.wait_quiet(0.3)
-    assert len(fake.thread(event["channel"], event["ts"])) == 1  # the duplicate's placeholder was removed
-    assert len(fake.calls_to("chat.update")) == 1
-    assert metric(bot, errors) - errors_before == 4  # event id + message key, for each delivery
+    monkeypatch.setattr(bot.server.bot.service, "claim", broken)
+    event = mention_event(QUESTION)
+    bot.slack.send(envelope(event))
+    reply = fake.wait_for(lambda: fake.thread(event["channel"], event["ts"]), what="a reply")[0]
+    assert FAILURE_TEXT in shown_text(reply.blocks) and reply.edits == 0
+    assert metric(bot, errors) - errors_before == 1
 
 
 def test_a_failing_thread_lookup_leaves_the_reply_alone_and_is_counted(bot, fake, monkeypatch):
@@ -365,6 +386,52 @@ def test_when_the_placeholder_cannot_be_updated_the_answer_is_posted_instead(bot
     answer_id = buttons(answer_call.params["blocks"])[ACTION_UPVOTE]
     answer_ts = next(m.ts for m in fake.thread(event["channel"], event["ts"]) if m.blocks and buttons(m.blocks))
     fake.wait_for(lambda: bot.store.answer_for_platform_message("slack", event["channel"], answer_ts) == answer_id)
+
+
+# --- crash recovery: leases ---------------------------------------------------------------------
+
+
+def post_as_a_dead_worker(fake: FakeSlack, event: dict) -> str:
+    """What a process killed right after posting its placeholder leaves: the placeholder in Slack
+    (with the metadata naming the question), its ts never stored."""
+    from slack_sdk import WebClient
+
+    client = WebClient(token=BOT_TOKEN, base_url=fake.base_url)
+    posted = client.chat_postMessage(
+        channel=event["channel"], thread_ts=event["ts"], text=PLACEHOLDER_TEXT,
+        metadata={"event_type": PLACEHOLDER_EVENT, "event_payload": {"question_ts": event["ts"]}},
+    )
+    return posted["ts"]
+
+
+def test_a_dead_workers_lease_is_taken_over_and_its_lost_placeholder_becomes_the_answer(tmp_path, own_fake):
+    fake = own_fake
+    with running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:
+        event = mention_event(QUESTION)
+        incoming = to_incoming(event, "T0TEAM01", BotIdentity(BOT_USER_ID, "BBOT0001"))
+        running.store.claim_message(incoming, holder="a-process-that-died")
+        lost = post_as_a_dead_worker(fake, event)
+        assert running.slack.send(envelope(event), retry_num=1).status_code == 200  # dropped: the lease is live
+        message = answer_in_thread(fake, event["channel"], event["ts"])  # after the lease (1 s) lapsed
+        assert message.ts == lost and "$500" in shown_text(message.blocks)
+        fake.wait_quiet(0.5)
+        assert len(fake.thread(event["channel"], event["ts"])) == 1  # no second placeholder, no second answer
+        assert running.store.owed_messages() == []
+        assert [c.params.get("include_all_metadata") for c in fake.calls_to("conversations.replies")] == ["1"]
+
+
+def test_an_answer_stored_but_never_shown_is_shown_once_after_a_takeover(tmp_path, own_fake):
+    fake = own_fake
+    with running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:
+        event = mention_event(QUESTION)
+        incoming = to_incoming(event, "T0TEAM01", BotIdentity(BOT_USER_ID, "BBOT0001"))
+        dead = running.server.bot.service.__class__(running.components.pipeline, running.store, collection="toy")
+        delivery = dead.claim(incoming)
+        dead.note_placeholder(delivery, post_as_a_dead_worker(fake, event))
+        stored = dead.answer(delivery)  # computed and stored; then the process died before the update
+        message = answer_in_thread(fake, event["channel"], event["ts"])
+        assert buttons(message.blocks)[ACTION_UPVOTE] == stored.answer_id  # that answer, not a new one
+        assert running.store.count_rows("answers") == 1 and fake.calls_to("conversations.replies") == []
 
 
 # --- operations -----------------------------------------------------------------------------------

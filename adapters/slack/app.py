@@ -1,9 +1,11 @@
 """The Slack bot: a slack-bolt AsyncApp whose listeners feed the ConversationService.
 
 Every event is acknowledged at once (bolt acks Events API requests before running listeners; the
-button listener calls `ack()` first), and the work happens in a tracked background task: post a
-"Looking that up…" placeholder in the thread, answer in a worker thread (the pipeline is CPU-bound
-and the service does blocking database I/O), then `chat.update` the placeholder with the answer.
+button listener calls `ack()` first), and the work happens in a tracked background task: claim the
+message (a lease in the store), post a "Looking that up…" placeholder in the thread, answer in a
+worker thread (the pipeline is CPU-bound and the service does blocking database I/O), `chat.update`
+the placeholder with the answer, and complete the lease (adapters/delivery.py). A lease whose
+process died is taken over by Slack's retry or by the recovery sweep, which finishes the reply.
 
 The same AsyncApp serves HTTP mode (`routes()`, mounted into bot.http_app) and Socket Mode
 (`socket_mode_handler()`), so both modes run exactly the same listeners.
@@ -21,7 +23,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import aiohttp
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -30,34 +31,31 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 from starlette.routing import Route
 
-from adapters.delivery import MAX_CONCURRENT_ANSWERS, is_first_delivery
+from adapters.delivery import MAX_CONCURRENT_ANSWERS, LeaseKeeper, claim, finish_delivery, is_first_delivery
 from adapters.slack.blocks import (
     ACTION_DOWNVOTE,
     ACTION_UPVOTE,
     FEEDBACK_ACTIONS,
     UNKNOWN_ANSWER_TEXT,
-    SlackMessage,
     feedback_acknowledgement,
     render_failure,
-    render_placeholder,
-    render_reply,
 )
 from adapters.slack.events import (
     PLATFORM,
     BotIdentity,
     is_answerable_mention,
-    message_key,
     route_message,
     slack_time,
     to_incoming,
 )
+from adapters.slack.replies import SlackReplies
 from adapters.slack.tasks import BackgroundTasks
 from adapters.slack.text import rating_for_reaction
 from bot.metrics import Metrics
 from core.conversation import (
     ConversationService,
+    Delivery,
     FeedbackEvent,
-    IncomingMessage,
     Rating,
     UnknownAnswer,
 )
@@ -121,6 +119,8 @@ class SlackBot:
             logger=logging.getLogger("slack_bolt.hypa"),
         )
         self.client = configure_web_client(self.app.client, config)
+        self.replies = SlackReplies(self.client, service, metrics)
+        self.leases = LeaseKeeper(service, PLATFORM, self._finish, metrics=metrics)
         self._register_listeners()
 
     # -- wiring --------------------------------------------------------------------------------
@@ -151,16 +151,21 @@ class SlackBot:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _app: Any = None):
-        """Starlette lifespan: one pooled HTTP session for Web API calls while serving; on shutdown,
-        stop taking Socket Mode events (unacknowledged ones go to another connection), let answers in
-        flight finish (up to drain_timeout_s), then close the session."""
+        """Starlette lifespan: one pooled HTTP session for Web API calls while serving, and the lease
+        keeper (renewals, and the recovery pass that finishes replies a crashed process owed). On
+        shutdown, stop taking Socket Mode events (unacknowledged ones go to another connection) and
+        leases, let answers in flight finish (up to drain_timeout_s), then close the session. Answers
+        still unfinished then are resumed by the next process (or another replica) when their lease lapses."""
         self.client.session = aiohttp.ClientSession()  # else slack_sdk opens one per API call
+        self.leases.start()
         try:
             yield
             for handler in self._socket_handlers:  # else events keep arriving while we drain, and any
                 await handler.close_async()  # acknowledged after the drain would never be answered
+            self.leases.stop_recovering()
             if not await self.tasks.drain(self.config.drain_timeout_s):
                 log.warning("shutting down with %d Slack answers still in flight", self.tasks.pending)
+            await self.leases.close(self.config.drain_timeout_s)
         finally:
             # Detached before closing: answers still running after a drain timeout then open their own
             # sessions instead of failing on a closed one.
@@ -199,61 +204,39 @@ class SlackBot:
         team = body.get("team_id") or event.get("team") or ""
         if check_thread and not await self._is_bot_thread(team, event["channel"], event["thread_ts"]):
             return
-        # Retries of one delivery share its event_id; the app_mention and message events of one
-        # message share the message key. Either one already taken means someone already answered.
-        if not await self._claim(body.get("event_id")):
+        try:
+            incoming = to_incoming(event, team, bot)
+        except Exception:  # a malformed event (e.g. a `text` that is not a string): say so, never silence
+            log.exception("slack event %s could not be read", body.get("event_id"))
+            self._count_error("slack_answer")
+            await self._apologise_in_thread(event)
             return
-        if not await self._claim(message_key(team, event)):
-            return
+        # Retries of one delivery, and the app_mention and message events of one message, all name
+        # the same message: only the holder of its lease replies (the service logs and counts the rest).
         # (The service logs the question, only when HYPA_LOG_MESSAGE_TEXT is on.)
-        await self._reply(to_incoming(event, team, bot))
+        try:
+            delivery = await claim(self.service, incoming)
+        except Exception:  # the message cannot be recorded (database down): the person hears about it
+            log.exception("recording slack message %s failed", incoming.message_id)
+            self._count_error("slack_claim")
+            await self._apologise_in_thread(event)
+            return
+        if delivery is not None:
+            await self._finish(delivery)
 
-    async def _reply(self, incoming: IncomingMessage) -> None:
-        channel, thread = incoming.channel, incoming.thread
-        placeholder_ts = await self._post(channel, thread, render_placeholder())
+    async def _finish(self, delivery: Delivery) -> None:
+        """Reply to a claimed message (a new one, a retry's takeover, or one the recovery sweep took over)."""
         if self._answer_slots is None:
             self._answer_slots = asyncio.Semaphore(self.config.max_concurrent_answers)
-        try:
-            async with self._answer_slots:
-                reply = await self._call(self.service.handle, incoming)
-        except Exception:  # whatever it was, the user must hear about it
-            log.exception("answering slack message %s failed", incoming.message_id)
-            self._count_error("slack_answer")
-            await self._show(channel, thread, placeholder_ts, render_failure())
-            return
-        if reply.duplicate:  # answered before (e.g. by another replica): post nothing new
-            if placeholder_ts:
-                await self._api("chat.delete", self.client.chat_delete(channel=channel, ts=placeholder_ts))
-            return
-        message = render_reply(reply)
-        if placeholder_ts:
-            # Linked before the update, so a reaction right after the answer appears is not missed.
-            await self._link(reply.answer_id, channel, placeholder_ts)
-        shown_ts = await self._show(channel, thread, placeholder_ts, message)
-        if shown_ts and shown_ts != placeholder_ts:
-            await self._link(reply.answer_id, channel, shown_ts)
+        await finish_delivery(
+            self.service, self.replies, delivery, self._answer_slots, platform=PLATFORM, metrics=self.metrics
+        )
 
-    async def _show(self, channel: str, thread: str, ts: str | None, message: SlackMessage) -> str | None:
-        """Replace the placeholder with `message`; post it anew if that fails. Returns the message ts."""
-        if ts:
-            updated = await self._api(
-                "chat.update",
-                self.client.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.blocks),
-            )
-            if updated is not None:
-                return ts
-        posted = await self._post(channel, thread, message)
-        if posted is None and message.blocks:
-            # Last resort, e.g. Slack rejected the blocks: the plain text still reaches the user.
-            posted = await self._post(channel, thread, SlackMessage(text=message.text, blocks=[]))
-        return posted
-
-    async def _post(self, channel: str, thread: str, message: SlackMessage) -> str | None:
-        kwargs: dict[str, Any] = {"channel": channel, "thread_ts": thread, "text": message.text}
-        if message.blocks:
-            kwargs["blocks"] = message.blocks
-        response = await self._api("chat.postMessage", self.client.chat_postMessage(**kwargs))
-        return None if response is None else response.get("ts")
+    async def _apologise_in_thread(self, event: dict) -> None:
+        channel, ts = event.get("channel"), event.get("ts")
+        if isinstance(channel, str) and isinstance(ts, str) and channel and ts:
+            thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
+            await self.replies.post(channel, thread or ts, render_failure())
 
     # -- feedback ----------------------------------------------------------------------------------
 
@@ -314,7 +297,7 @@ class SlackBot:
             kwargs: dict[str, Any] = {"channel": channel, "user": user, "text": text}
             if thread:
                 kwargs["thread_ts"] = thread
-            await self._api("chat.postEphemeral", self.client.chat_postEphemeral(**kwargs))
+            await self.replies.api("chat.postEphemeral", self.client.chat_postEphemeral(**kwargs))
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -335,23 +318,6 @@ class SlackBot:
     async def _claim(self, delivery_id: str | None) -> bool:
         """True unless the delivery was already claimed (fails open: see adapters.delivery)."""
         return not delivery_id or await is_first_delivery(self.service, PLATFORM, delivery_id, self.metrics)
-
-    async def _link(self, answer_id: str, channel: str, ts: str) -> None:
-        try:
-            await self._call(self.service.link_platform_message, answer_id, PLATFORM, channel, ts)
-        except Exception:  # the answer is shown; only reactions on it would be missed
-            log.exception("linking answer %s to slack message %s failed", answer_id, ts)
-            self._count_error("slack_link")
-
-    async def _api(self, method: str, call: Awaitable[Any]) -> Any | None:
-        """Await a Web API call; on failure log it, count it and return None (callers fall back)."""
-        try:
-            return await call
-        except (TimeoutError, SlackApiError, SlackClientError, aiohttp.ClientError, OSError) as exc:
-            error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
-            log.error("slack %s failed: %s", method, error)
-            self._count_error("slack_api")
-            return None
 
     def _count_error(self, component: str) -> None:
         if self.metrics is not None:

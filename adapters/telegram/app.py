@@ -65,13 +65,20 @@ def build_application(config: TelegramConfig, handlers: TelegramHandlers) -> App
     return application
 
 
-def telegram_lifespan(application: Application, config: TelegramConfig) -> Callable:
-    """A Starlette lifespan: initialize (getMe), start handling, then poll or register the webhook."""
+def telegram_lifespan(
+    application: Application, config: TelegramConfig, handlers: TelegramHandlers | None = None
+) -> Callable:
+    """A Starlette lifespan: initialize (getMe), start handling and the lease keeper (its recovery pass
+    finishes replies a crashed process owed), then poll or register the webhook. On shutdown, stop
+    taking updates, let answers in flight finish, then stop renewing leases."""
 
     @asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
         async with application:  # initialize() ... shutdown()
             await application.start()
+            leases = handlers.lease_keeper(application.bot) if handlers is not None else None
+            if leases is not None:
+                leases.start()
             try:
                 if config.webhook_mode:
                     await application.bot.set_webhook(
@@ -86,7 +93,11 @@ def telegram_lifespan(application: Application, config: TelegramConfig) -> Calla
             finally:
                 if application.updater is not None and application.updater.running:
                     await application.updater.stop()
-                await application.stop()
+                if leases is not None:
+                    leases.stop_recovering()
+                await application.stop()  # waits for the updates being handled
+                if leases is not None:
+                    await leases.close()
 
     return lifespan
 

@@ -8,6 +8,10 @@ service, so it survives restarts).
 
 The service is synchronous and CPU/IO bound (retrieval, generation, SQL), so every call runs in a
 worker thread (`asyncio.to_thread`) and the event loop keeps serving other chats.
+
+A question is claimed as a lease before the placeholder is sent and completed only once the answer
+is shown (adapters/delivery.py), so a redelivered update is dropped while its answer is owed by a
+live process, and taken over — or finished by the recovery sweep — when that process died.
 """
 from __future__ import annotations
 
@@ -17,34 +21,32 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from telegram import Chat, Message, MessageEntity, ReactionTypeEmoji, Update
-from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, TelegramError
+from telegram import Bot, Chat, Message, MessageEntity, ReactionTypeEmoji, Update
+from telegram.constants import ParseMode
+from telegram.error import TelegramError
 from telegram.ext import (
     Application,
-    ApplicationHandlerStop,
     CallbackQueryHandler,
     CommandHandler,
     ContextTypes,
     MessageHandler,
     MessageReactionHandler,
-    TypeHandler,
     filters,
 )
 
-from adapters.delivery import MAX_CONCURRENT_ANSWERS, is_first_delivery
+from adapters.delivery import MAX_CONCURRENT_ANSWERS, LeaseKeeper, claim, finish_delivery, is_first_delivery
 from adapters.telegram.render import (
     THUMBS_DOWN,
     THUMBS_UP,
     parse_feedback_callback,
     render_plain,
-    render_reply,
 )
+from adapters.telegram.replies import FAILED, PLACEHOLDER, TelegramReplies
 from core.conversation import (
     ConversationService,
+    Delivery,
     FeedbackEvent,
     IncomingMessage,
-    Reply,
     UnknownAnswer,
 )
 
@@ -56,7 +58,8 @@ log = logging.getLogger(__name__)
 PLATFORM = "telegram"
 WORKSPACE = "telegram"  # Telegram has no workspaces; chat ids are global
 
-PLACEHOLDER = "⏳ Looking that up in the regulations…"
+__all__ = ["FAILED", "HELP_TEXT", "NOT_TEXT", "PLACEHOLDER", "TelegramHandlers"]
+
 HELP_TEXT = (
     "Ask me a question about the regulations (for example: “Do I need a bias audit before using an "
     "automated employment decision tool?”). I answer with numbered sources.\n\n"
@@ -64,7 +67,6 @@ HELP_TEXT = (
     "In groups, mention me or reply to one of my messages. Rate answers with 👍 / 👎."
 )
 NOT_TEXT = "I can only read text. Please type your question (stickers, photos and files carry no question for me)."
-FAILED = "Sorry — something went wrong while answering. Please try again in a moment."
 
 
 class NotifiedError(Exception):
@@ -80,8 +82,6 @@ class TelegramHandlers:
     _answer_slots: asyncio.Semaphore | None = field(default=None, init=False, repr=False)
 
     def register(self, application: Application) -> None:
-        # Group -1 runs first for every update: a delivery seen before stops here.
-        application.add_handler(TypeHandler(Update, self.claim_delivery), group=-1)
         application.add_handler(CommandHandler(["start", "help"], self.on_help))
         application.add_handler(CallbackQueryHandler(self.on_callback))
         application.add_handler(MessageReactionHandler(self.on_reaction))
@@ -90,19 +90,16 @@ class TelegramHandlers:
         application.add_handler(MessageHandler(new_messages & ~filters.COMMAND, self.on_message))
         application.add_error_handler(self.on_error)
 
-    # -- every update ------------------------------------------------------------------------------
-
-    async def claim_delivery(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Drop an update seen before. Fails open (adapters.delivery): raising here would send the user an
-        apology from the error handler while PTB goes on to answer the update regardless."""
-        if not await is_first_delivery(self.service, PLATFORM, str(update.update_id), self.metrics):
-            raise ApplicationHandlerStop
-
     # -- messages ----------------------------------------------------------------------------------
+
+    async def _first_delivery(self, update: Update) -> bool:
+        """At most once, for replies that are not answers (help, "text only"): a redelivered update
+        gets nothing. Questions are claimed as leases instead (`claim`)."""
+        return await is_first_delivery(self.service, PLATFORM, str(update.update_id), self.metrics)
 
     async def on_help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message
-        if message is not None:
+        if message is not None and await self._first_delivery(update):
             for part in render_plain(HELP_TEXT):
                 await message.reply_text(part, parse_mode=ParseMode.HTML, do_quote=True)
 
@@ -121,7 +118,8 @@ class TelegramHandlers:
         if not (private or mentions_bot(message, bot_id, bot_username) or replies_to_bot(message, bot_id)):
             return
         if message.text is None and message.caption is None:
-            await message.reply_text(NOT_TEXT, do_quote=True)
+            if await self._first_delivery(update):
+                await message.reply_text(NOT_TEXT, do_quote=True)
             return
         question = question_text(message, bot_username)
         thread = await self._thread_of(message, bot_id)
@@ -130,24 +128,31 @@ class TelegramHandlers:
             user=str(message.from_user.id), text=question, message_id=str(message.message_id),
             sent_at=message.date,
         )
-        if private:  # in groups every request counts against ~20 messages/minute: the placeholder is enough
-            try:
-                await context.bot.send_chat_action(chat.id, ChatAction.TYPING)
-            except TelegramError:  # only a hint that we are working: never worth losing the answer
-                log.warning("sendChatAction failed in chat %s", chat.id, exc_info=True)
-        placeholder = await message.reply_text(PLACEHOLDER, do_quote=True)
         try:
-            if self._answer_slots is None:
-                self._answer_slots = asyncio.Semaphore(self.max_concurrent_answers)
-            async with self._answer_slots:
-                reply = await asyncio.to_thread(self.service.handle, incoming)
-            if reply.duplicate:  # answered before (another delivery of the same message)
-                await _delete_quietly(placeholder)
-                return
-            await self._deliver(reply, placeholder, message)
-        except Exception as exc:
-            await _replace_or_send(placeholder, message, FAILED)
-            raise NotifiedError(f"answering telegram message {chat.id}/{message.message_id} failed") from exc
+            delivery = await claim(self.service, incoming)
+        except Exception as exc:  # the message cannot be recorded (database down): say so, never silence
+            if self.metrics:
+                self.metrics.count_error("telegram_claim")
+            try:
+                await message.reply_text(FAILED, do_quote=True)
+            except TelegramError:
+                log.warning("could not tell the user about the failure", exc_info=True)
+            raise NotifiedError(f"recording telegram message {chat.id}/{message.message_id} failed") from exc
+        if delivery is not None:  # None: a redelivery of a message answered (or being answered) already
+            await self.finish(context.bot, delivery)
+
+    async def finish(self, bot: Bot, delivery: Delivery) -> None:
+        """Reply to a claimed message: a new one, a redelivery's takeover, or one the recovery sweep took over."""
+        if self._answer_slots is None:
+            self._answer_slots = asyncio.Semaphore(self.max_concurrent_answers)
+        replies = TelegramReplies(bot, self.service, self.metrics)
+        await finish_delivery(
+            self.service, replies, delivery, self._answer_slots, platform=PLATFORM, metrics=self.metrics
+        )
+
+    def lease_keeper(self, bot: Bot) -> LeaseKeeper:
+        """Renews this process's leases and finishes replies a crashed process owed (see app.py)."""
+        return LeaseKeeper(self.service, PLATFORM, lambda delivery: self.finish(bot, delivery), metrics=self.metrics)
 
     async def _thread_of(self, message: Message, bot_id: int) -> str:
         """The reply chain's root: the thread of the bot answer replied to, else this message starts one."""
@@ -161,35 +166,6 @@ class TelegramHandlers:
                 if thread is not None:
                     return thread
         return str(message.message_id)
-
-    async def _deliver(self, reply: Reply, placeholder: Message, question: Message) -> None:
-        """The first part replaces the placeholder, later parts follow as replies; buttons go on the last.
-
-        Each message is linked to the answer before (placeholder) or right after it is shown, so a
-        reply or reaction on any part refers to this answer.
-        """
-        rendered = render_reply(reply)
-        last = len(rendered.parts) - 1
-        await self._link(reply, placeholder)
-        for i, part in enumerate(rendered.parts):
-            keyboard = rendered.keyboard if i == last else None
-            if i == 0:
-                await placeholder.edit_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard)
-            else:
-                sent = await question.reply_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard, do_quote=True)
-                await self._link(reply, sent)
-
-    async def _link(self, reply: Reply, shown: Message) -> None:
-        if not reply.answer_id:
-            return
-        try:
-            await asyncio.to_thread(
-                self.service.link_platform_message, reply.answer_id, PLATFORM, str(shown.chat.id), str(shown.message_id)
-            )
-        except Exception:  # the answer is still shown; only replies/reactions on this message lose their link
-            log.exception("linking answer %s to telegram message %s failed", reply.answer_id, shown.message_id)
-            if self.metrics:
-                self.metrics.count_error("telegram_link")
 
     # -- feedback ----------------------------------------------------------------------------------
 
@@ -301,19 +277,3 @@ def reaction_rating(old: set[str], new: set[str]) -> int | None:
 
 def _emojis(reactions) -> set[str]:
     return {r.emoji for r in reactions if isinstance(r, ReactionTypeEmoji)}
-
-
-async def _delete_quietly(message: Message) -> None:
-    try:
-        await message.delete()
-    except TelegramError:
-        log.debug("placeholder already gone", exc_info=True)
-
-
-async def _replace_or_send(placeholder: Message, question: Message, text: str) -> None:
-    try:
-        await placeholder.edit_text(text)
-    except BadRequest:
-        await question.reply_text(text, do_quote=True)
-    except TelegramError:
-        log.warning("could not tell the user about the failure", exc_info=True)

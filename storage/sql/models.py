@@ -76,12 +76,20 @@ class Thread(Base):
 
 
 class Message(Base):
-    """One incoming user message. The unique key makes a duplicate delivery lose the insert race."""
+    """One incoming user message, and the lease on answering it.
+
+    The unique key makes a duplicate delivery lose the insert race. Answering is at-least-once: a
+    worker holds a lease (`claimed_by`, renewed in `claimed_at`) until the reply is shown
+    (`delivered_at`); a lease not renewed for the store's lease time belonged to a worker that died,
+    and a redelivery or the recovery sweep takes it over (`attempts` + 1).
+    """
 
     __tablename__ = "messages"
     __table_args__ = (
         UniqueConstraint("platform", "workspace", "channel", "message_id"),
         Index("ix_messages_thread_sent", "thread_id", "sent_at"),
+        # The recovery sweep's query: messages of a platform still owed a reply, oldest lease first.
+        Index("ix_messages_owed", "platform", "delivered_at", "claimed_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -94,9 +102,16 @@ class Message(Base):
     text: Mapped[str] = mapped_column(Text)
     sent_at: Mapped[datetime]
     received_at: Mapped[datetime]
-    # When a worker started answering; a claim older than the store's stale limit with no answer
-    # (the worker died) may be taken over by a redelivery.
+    # When the lease was taken or last renewed by its holder.
     claimed_at: Mapped[datetime]
+    # The lease holder (a worker process's random id); NULL for messages stored before leases existed.
+    claimed_by: Mapped[str | None] = mapped_column(String(32))
+    # How many times the message was claimed: 1, plus one per takeover of a lapsed lease.
+    attempts: Mapped[int] = mapped_column(Integer, server_default="1")
+    # The platform message saying "Looking that up…" (Slack ts, Telegram message id), once posted.
+    placeholder_id: Mapped[str | None] = mapped_column(String(128))
+    # When the reply (answer or apology) was shown: the lease is complete. NULL while a reply is owed.
+    delivered_at: Mapped[datetime | None]
 
 
 class AnswerRow(Base):

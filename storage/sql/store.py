@@ -3,7 +3,9 @@
 Every race the chat platforms can produce is settled by a unique constraint inside one
 transaction, so several threads, processes or replicas sharing the database agree:
 
-- the same message delivered twice -> one `messages` row; only its first recorder answers it;
+- the same message delivered twice -> one `messages` row; only the holder of its lease answers it;
+  a lease completes when the reply is shown, and one not renewed within `lease` (its worker died) is
+  taken over by exactly one redelivery or recovery sweep (a conditional UPDATE);
 - two workers answering one message -> `answers.message_id` is unique, the second gets the first's answer;
 - the same delivery id twice -> one `deliveries` row (`claim_delivery` is True once);
 - concurrent clicks by one rater -> one `feedback` row per (answer, rater), locked while it changes,
@@ -55,6 +57,7 @@ from storage.sql.records import (
     AnswerRecord,
     FeedbackChange,
     MessageClaim,
+    OwedMessage,
     RatedAnswer,
     StoredAnswer,
 )
@@ -62,9 +65,15 @@ from storage.sql.records import (
 # Stored message text is capped (platforms cap it too: Slack 40,000, Telegram 4,096 characters).
 MAX_STORED_TEXT = 50_000
 MAX_REASON_CHARS = 2_000
-# A claimed message with no answer after this long belongs to a worker that died; a redelivery may
-# take it over. Far above any real answer time (the LLM budget is 60 s by default).
-DEFAULT_CLAIM_STALE_AFTER = timedelta(minutes=5)
+# A lease not renewed for this long belongs to a worker that died: a redelivery or the recovery sweep
+# takes it over. Holders renew every third of it (adapters.delivery.LeaseKeeper), so a live worker
+# keeps its lease however long the answer takes. HYPA_DELIVERY_LEASE_S.
+DEFAULT_LEASE = timedelta(seconds=30)
+# Messages received longer ago than this are no longer answered by the recovery sweep.
+DEFAULT_RECOVERY_WINDOW = timedelta(hours=24)
+# A message is claimed at most this often: a question whose answering kills the process every time
+# gets an apology on its last attempt instead of taking the bot down for ever.
+MAX_CLAIM_ATTEMPTS = 4
 # Delivery ids are kept far longer than any platform redelivers (Slack retries within minutes,
 # Telegram keeps an unconfirmed update for 24 hours), then forgotten so the table stays small.
 DEFAULT_DELIVERY_RETENTION = timedelta(days=2)
@@ -134,12 +143,14 @@ class ConversationStore:
         url: str,
         *,
         migrate: bool = True,
-        claim_stale_after: timedelta = DEFAULT_CLAIM_STALE_AFTER,
+        lease: timedelta = DEFAULT_LEASE,
+        recovery_window: timedelta = DEFAULT_RECOVERY_WINDOW,
         delivery_retention: timedelta = DEFAULT_DELIVERY_RETENTION,
     ) -> None:
         _ensure_sqlite_dir(url)
         self.url = url
-        self.claim_stale_after = claim_stale_after
+        self.lease = lease
+        self.recovery_window = recovery_window
         self.delivery_retention = delivery_retention
         self.engine = make_engine(url)
         if migrate:
@@ -159,10 +170,13 @@ class ConversationStore:
 
     # --- messages and threads ------------------------------------------------------------------
 
-    def claim_message(self, message: IncomingMessage, text_: str | None = None) -> MessageClaim:
-        """Record an incoming message (its thread too); say whether the caller must answer it.
+    def claim_message(self, message: IncomingMessage, text_: str | None = None, *, holder: str = "") -> MessageClaim:
+        """Record an incoming message (its thread too) and take the lease on answering it, if free.
 
         `text_` is the text to store (the service passes the cleaned text); default: message.text.
+        `holder` names the worker (a process's random id). The caller owns the reply when it recorded
+        the message, or when an earlier claim lapsed (not renewed within `lease`, reply not shown,
+        fewer than MAX_CLAIM_ATTEMPTS claims): then it takes the lease over.
         """
         now = _utcnow()
         body = (message.text if text_ is None else text_)[:MAX_STORED_TEXT]
@@ -181,27 +195,114 @@ class ConversationStore:
                 {
                     **key, "message_id": message.message_id, "thread_id": thread_pk, "user": message.user,
                     "text": body, "sent_at": message.sent_at, "received_at": now, "claimed_at": now,
+                    "claimed_by": holder or None, "attempts": 1,
                 },
             )
             row = conn.execute(
-                select(_MESSAGES.c.id, _MESSAGES.c.thread_id).where(
+                select(_MESSAGES.c.id).where(
                     *(getattr(_MESSAGES.c, k) == v for k, v in key.items()),
                     _MESSAGES.c.message_id == message.message_id,
                 )
             ).one()
-            if inserted:
-                return MessageClaim(row.id, row.thread_id, owner=True)
-            # A duplicate: take it over only if its worker died before answering.
-            taken = conn.execute(
-                update(_MESSAGES)
-                .where(
-                    _MESSAGES.c.id == row.id,
-                    _MESSAGES.c.claimed_at < now - self.claim_stale_after,
-                    ~exists().where(_ANSWERS.c.message_id == _MESSAGES.c.id),
-                )
-                .values(claimed_at=now)
+            owner = inserted or self._take_over(conn, row.id, holder, now)
+            return _claim_of(conn, row.id, owner=owner)
+
+    def _take_over(self, conn: Connection, message_pk: int, holder: str, now: datetime) -> bool:
+        """Take a lapsed lease: one statement, so of racing redeliveries and sweeps exactly one wins."""
+        m = _MESSAGES
+        return conn.execute(
+            update(m)
+            .where(
+                m.c.id == message_pk,
+                m.c.delivered_at.is_(None),
+                m.c.claimed_at < now - self.lease,
+                m.c.attempts < MAX_CLAIM_ATTEMPTS,
+            )
+            .values(claimed_at=now, claimed_by=holder or None, attempts=m.c.attempts + 1)
+        ).rowcount == 1
+
+    def renew_claims(self, holder: str, message_pks: Iterable[int]) -> int:
+        """The holder is still answering these messages: push their leases forward. Leases another
+        worker took over meanwhile (or completed ones) are left alone. Returns how many were renewed."""
+        pks = sorted(set(message_pks))
+        if not pks or not holder:
+            return 0
+        m = _MESSAGES
+        with self.engine.begin() as conn:
+            return conn.execute(
+                update(m)
+                .where(m.c.id.in_(pks), m.c.claimed_by == holder, m.c.delivered_at.is_(None))
+                .values(claimed_at=_utcnow())
             ).rowcount
-            return MessageClaim(row.id, row.thread_id, owner=taken == 1)
+
+    def set_placeholder(self, message_pk: int, placeholder_id: str) -> str:
+        """Remember the placeholder posted for a message; returns the one that counts: this one, or the
+        one an earlier attempt stored (the caller then removes its own second placeholder)."""
+        m = _MESSAGES
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(m).where(m.c.id == message_pk, m.c.placeholder_id.is_(None)).values(placeholder_id=placeholder_id)
+            )
+            return conn.execute(select(m.c.placeholder_id).where(m.c.id == message_pk)).scalar_one()
+
+    def mark_delivered(self, message_pk: int) -> None:
+        """The reply was shown: the lease is complete and nobody takes the message over any more."""
+        m = _MESSAGES
+        with self.engine.begin() as conn:
+            conn.execute(update(m).where(m.c.id == message_pk, m.c.delivered_at.is_(None)).values(delivered_at=_utcnow()))
+
+    def reclaim_messages(
+        self, platform: str, holder: str, *, limit: int = 20, exclude: Iterable[int] = ()
+    ) -> list[OwedMessage]:
+        """Take over the lapsed leases of a platform's messages still owed a reply (a worker died
+        answering them), oldest first, at most `limit`. Each takeover is the same conditional UPDATE as
+        a redelivery's, so replicas sweeping together never take one message twice. Messages received
+        before `recovery_window`, or claimed MAX_CLAIM_ATTEMPTS times, are left alone."""
+        now = _utcnow()
+        m, t = _MESSAGES, _THREADS
+        skip = sorted(set(exclude))
+        query = (
+            select(m.c.id)
+            .where(
+                m.c.platform == platform,
+                m.c.delivered_at.is_(None),
+                m.c.claimed_at < now - self.lease,
+                m.c.received_at >= now - self.recovery_window,
+                m.c.attempts < MAX_CLAIM_ATTEMPTS,
+            )
+            .order_by(m.c.claimed_at, m.c.id)
+            .limit(limit)
+        )
+        if skip:
+            query = query.where(m.c.id.not_in(skip))
+        with self.engine.connect() as conn:
+            candidates = list(read_only(conn).execute(query).scalars())
+        owed: list[OwedMessage] = []
+        for pk in candidates:
+            with self.engine.begin() as conn:
+                if not self._take_over(conn, pk, holder, now):
+                    continue  # another replica's sweep or a redelivery was first
+                claim = _claim_of(conn, pk, owner=True)
+                row = conn.execute(
+                    select(m, t.c.thread_key).join(t, t.c.id == m.c.thread_id).where(m.c.id == pk)
+                ).one()
+            owed.append(
+                OwedMessage(
+                    platform=row.platform, workspace=row.workspace, channel=row.channel, thread=row.thread_key,
+                    user=row.user, text=row.text, message_id=row.message_id, sent_at=row.sent_at, claim=claim,
+                )
+            )
+        return owed
+
+    def owed_messages(self, platform: str | None = None) -> list[tuple[str, str, str | None, int]]:
+        """(channel, message_id, placeholder_id, attempts) of every message still owed a reply
+        (diagnostics, tests)."""
+        m = _MESSAGES
+        query = select(m.c.channel, m.c.message_id, m.c.placeholder_id, m.c.attempts).where(m.c.delivered_at.is_(None))
+        if platform is not None:
+            query = query.where(m.c.platform == platform)
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in read_only(conn).execute(query.order_by(m.c.id)).all()]
 
     def _thread_pk(self, platform: str, workspace: str, channel: str, thread: str) -> int | None:
         with self.engine.connect() as conn:
@@ -451,6 +552,21 @@ class ConversationStore:
         tables = {t.name: t for t in (_THREADS, _MESSAGES, _ANSWERS, _LINKS, _DELIVERIES, _FEEDBACK, _LOG)}
         with self.engine.connect() as conn:
             return int(read_only(conn).execute(select(func.count()).select_from(tables[table])).scalar_one())
+
+
+def _claim_of(conn: Connection, message_pk: int, *, owner: bool) -> MessageClaim:
+    """The claim as the database holds it now (inside the caller's transaction)."""
+    m = _MESSAGES
+    row = conn.execute(
+        select(
+            m.c.thread_id, m.c.attempts, m.c.placeholder_id, m.c.delivered_at,
+            exists().where(_ANSWERS.c.message_id == m.c.id).label("answered"),
+        ).where(m.c.id == message_pk)
+    ).one()
+    return MessageClaim(
+        message_pk, row.thread_id, owner=owner, attempt=int(row.attempts), placeholder_id=row.placeholder_id,
+        answered=bool(row.answered), delivered=row.delivered_at is not None,
+    )
 
 
 def _delete_deliveries_before(conn: Connection, cutoff: datetime) -> int:

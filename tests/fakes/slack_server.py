@@ -5,7 +5,8 @@ Two halves, like the real thing:
 * `FakeSlack` — the Web API (`https://slack.com/api/<method>`): point the app's client at it with
   `SLACK_API_BASE_URL=fake.base_url`. It speaks the wire format (form-encoded or JSON bodies,
   `Authorization: Bearer`, `{"ok": ...}` replies, 429 + `Retry-After`), keeps the messages it was
-  sent (so `chat.update` edits and `conversations.replies` reads them) and records every call.
+  sent with their metadata (so `chat.update` edits and `conversations.replies` reads them) and
+  records every call.
   Script failures with `fake.fail_next("chat.postMessage", status=429, retry_after=0)` or
   `fake.fail_next("chat.update", error="msg_too_long")`.
 * `SlackEvents` — Slack's side of the Events API: builds event envelopes and interactivity payloads
@@ -68,6 +69,7 @@ class StoredMessage:
     thread_ts: str | None = None
     user: str = BOT_USER_ID
     edits: int = 0
+    metadata: dict | None = None  # Slack message metadata (event_type, event_payload)
 
 
 class FakeSlack(LocalHTTPFake):
@@ -185,7 +187,8 @@ class FakeSlack(LocalHTTPFake):
             if not (p.get("text") or p.get("blocks")):
                 return {"ok": False, "error": "no_text"}
             ts = self._next_ts()
-            msg = StoredMessage(p["channel"], ts, p.get("text", ""), p.get("blocks") or [], p.get("thread_ts"))
+            msg = StoredMessage(p["channel"], ts, p.get("text", ""), p.get("blocks") or [], p.get("thread_ts"),
+                                metadata=p.get("metadata") if isinstance(p.get("metadata"), dict) else None)
             self.messages[(msg.channel, ts)] = msg
             return {"ok": True, "channel": msg.channel, "ts": ts, "message": _wire(msg)}
         if method == "chat.update":
@@ -207,15 +210,18 @@ class FakeSlack(LocalHTTPFake):
         if method == "conversations.replies":
             found = [m for m in self.messages.values() if m.channel == p.get("channel") and
                      (m.thread_ts == p.get("ts") or m.ts == p.get("ts"))]
-            return {"ok": True, "messages": [_wire(m) for m in sorted(found, key=lambda m: float(m.ts))],
+            metadata = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
+            return {"ok": True, "messages": [_wire(m, metadata) for m in sorted(found, key=lambda m: float(m.ts))],
                     "has_more": False}
         return {"ok": False, "error": "unknown_method"}
 
 
-def _wire(m: StoredMessage) -> dict:
+def _wire(m: StoredMessage, with_metadata: bool = False) -> dict:
     out = {"type": "message", "user": m.user, "bot_id": BOT_ID, "text": m.text, "ts": m.ts, "blocks": m.blocks}
     if m.thread_ts:
         out["thread_ts"] = m.thread_ts
+    if with_metadata and m.metadata:  # Slack returns metadata only when asked (include_all_metadata)
+        out["metadata"] = m.metadata
     return out
 
 
