@@ -35,11 +35,14 @@ MAX_CONCURRENT_ANSWERS = 2
 RECOVERY_BATCH = 20
 T = TypeVar("T")
 
-# Lease bookkeeping (claims, placeholder ids, completions, renewals) runs on threads of its own, never
-# queued behind answers and other slow work in the default executor: a renewal that waits too long
-# lets a live lease lapse, and the time between a placeholder appearing and its id being stored is
-# the window in which a crash leaves a placeholder Telegram offers no way to find again.
-_BOOKKEEPING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hypa-leases")
+# Lease bookkeeping (claims, placeholder ids, completions, renewals) runs on a thread of its own, never
+# queued behind answers and other slow work in the default executor: claims are on Slack's ack path, a
+# renewal that waits too long lets a live lease lapse, and the time between a placeholder appearing
+# and its id being stored is the window in which a crash leaves a placeholder Telegram offers no way
+# to find again. One thread: each call is a small transaction (well under a millisecond on SQLite),
+# SQLite serializes writers anyway, and writers contending for its lock back off in sleeps of up to
+# 100 ms (bench/bench_slack_ack.py: ack p99 140-160 ms with one thread, 300-600 ms with four).
+_BOOKKEEPING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hypa-leases")
 
 
 async def bookkeeping(fn: Callable[..., T], *args: Any) -> T:

@@ -81,7 +81,10 @@ def build_telegram_server(
     """The PTB application (handlers registered) inside the HTTP app that starts and stops it."""
     handlers = TelegramHandlers(service, metrics)
     application = build_application(config, handlers)
-    routes = [webhook_route(application, config.webhook_path, config.webhook_secret)] if config.webhook_mode else []
+    routes = (
+        [webhook_route(application, config.webhook_path, config.webhook_secret, handlers.recorder)]
+        if config.webhook_mode else []
+    )
     http_app = build_http_app(
         routes=routes,
         readiness=lambda: {"telegram": telegram_ready(application), **readiness()},

@@ -129,23 +129,49 @@ def test_telegram_questions_killed_mid_answer_are_each_answered_once_after_a_res
             store.close()
 
 
-def test_a_bot_that_is_only_restarted_finishes_what_it_owed_without_any_redelivery(tmp_path):
-    """No retry at all (Slack got its acks; Telegram polling had confirmed the updates): the recovery
-    pass of the restarted process alone finishes every reply."""
+def test_slack_mentions_killed_right_after_the_ack_are_answered_by_the_restart_alone(tmp_path):
+    """Slack got its 200s, so it never retries: each mention was recorded with its lease before the
+    acknowledgement, and the recovery pass of the restarted process alone answers every one."""
     with FakeSlack() as fake:
         first = CrashBot("slack", tmp_path, fake.base_url, answer_delay_s=30).start()
         events = SlackEvents(f"{first.base_url}/slack/events", SIGNING_SECRET)
-        bodies = [envelope(mention_event(f"<@{BOT_USER_ID}> {ASKED}")) for _ in range(3)]
-        for body in bodies:
-            events.send(body)
+        bodies = [envelope(mention_event(f"<@{BOT_USER_ID}> {ASKED}")) for _ in range(QUESTIONS)]
+        assert [events.send(body).status_code for body in bodies] == [200] * QUESTIONS
+        first.kill()  # at once: some placeholders posted, some not, none answered
         events.close()
-        wait_until(lambda: len(fake.calls_to("chat.postMessage")) == 3, 20, "three placeholders")
-        first.kill()
         with CrashBot("slack", tmp_path, fake.base_url) as restarted:
             for body in bodies:
                 channel, ts = body["event"]["channel"], body["event"]["ts"]
-                answer = fake.wait_for(lambda: [m for m in fake.thread(channel, ts) if m.edits], 30, "an answer")
-                assert len(fake.thread(channel, ts)) == 1 and answer[0].text != PLACEHOLDER_TEXT
+                fake.wait_for(lambda: [m for m in fake.thread(channel, ts) if m.text != PLACEHOLDER_TEXT], 30,
+                              "an answer")
+            fake.wait_quiet(1.5)
+            for body in bodies:
+                (shown,) = fake.thread(body["event"]["channel"], body["event"]["ts"])  # no placeholder left
+                assert "$500" in "\n".join(block_texts(shown.blocks))
             metrics = httpx.get(f"{restarted.base_url}/metrics").text
-            assert 'hypa_requests_total{outcome="answered",platform="slack"} 3.0' in metrics
-            assert 'hypa_lease_takeovers_total{platform="slack"} 3.0' in metrics
+            assert f'hypa_requests_total{{outcome="answered",platform="slack"}} {QUESTIONS}.0' in metrics
+
+
+def test_telegram_questions_killed_right_after_polling_confirmed_them_are_answered_by_the_restart_alone(tmp_path):
+    """Telegram forgets updates once the next getUpdates confirms them: the bot confirms a batch only
+    after recording its questions, so the restarted process alone answers every one. (A placeholder
+    sent in the last milliseconds before the kill may stay, next to its answer: Telegram offers no way
+    to find it again; docs/TELEGRAM.md.)"""
+    chats = [private_chat(7100 + i) for i in range(QUESTIONS)]
+    updates = [message(update_id=300 + i, message_id=20, chat=c, text=ASKED, from_user=user(c["id"]))
+               for i, c in enumerate(chats)]
+    with FakeTelegram() as fake:
+        first = CrashBot("telegram", tmp_path, fake.base_url, answer_delay_s=30).start()
+        fake.push_updates(*updates)
+        wait_until(lambda: fake.pending_updates() == 0, 20, "the updates to be confirmed")
+        first.kill()
+        with CrashBot("telegram", tmp_path, fake.base_url) as restarted:  # no redelivery: Telegram forgot them
+
+            def answers(chat_id: int) -> list[dict]:
+                return [m for m in fake.bot_messages(chat_id) if not m["text"].startswith("⏳")]
+
+            wait_until(lambda: all(answers(c["id"]) for c in chats), 30, "every chat to get its answer")
+            time.sleep(1.5)
+            assert all(len(answers(c["id"])) == 1 and "$500" in answers(c["id"])[0]["text"] for c in chats)
+            metrics = httpx.get(f"{restarted.base_url}/metrics").text
+            assert f'hypa_requests_total{{outcome="answered",platform="telegram"}} {QUESTIONS}.0' in metrics

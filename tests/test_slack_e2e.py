@@ -3,6 +3,7 @@ SQLite -> real slack_sdk client -> fake Slack Web API. Assertions are on what Sl
 what the database holds."""
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -402,6 +403,31 @@ def post_as_a_dead_worker(fake: FakeSlack, event: dict) -> str:
         metadata={"event_type": PLACEHOLDER_EVENT, "event_payload": {"question_ts": event["ts"]}},
     )
     return posted["ts"]
+
+
+def test_a_question_is_recorded_before_slack_gets_its_acknowledgement(bot, fake, monkeypatch):
+    """Slack does not retry an acknowledged event: a crash right after the 200 must find the message
+    in the database (the recovery sweep answers it), so the 200 goes out only after the claim."""
+    release, recorded = threading.Event(), threading.Event()
+    real_claim = bot.server.bot.service.claim
+
+    def slow_claim(message):
+        assert release.wait(10), "never released"
+        delivery = real_claim(message)
+        recorded.set()
+        return delivery
+
+    monkeypatch.setattr(bot.server.bot.service, "claim", slow_claim)
+    event = mention_event(QUESTION)
+    acked = []
+    sender = threading.Thread(target=lambda: acked.append(bot.slack.send(envelope(event)).status_code))
+    sender.start()
+    time.sleep(0.5)
+    assert acked == []  # held until the message is recorded
+    release.set()
+    sender.join(10)
+    assert acked == [200] and recorded.is_set()
+    answer_in_thread(fake, event["channel"], event["ts"])
 
 
 def test_a_dead_workers_lease_is_taken_over_and_its_lost_placeholder_becomes_the_answer(tmp_path, own_fake):

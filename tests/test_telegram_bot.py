@@ -491,6 +491,54 @@ def test_a_redelivered_question_whose_worker_died_before_answering_is_answered_i
         assert len(fake.bot_messages(CHAT["id"])) == 1 and len(bot.store.answers()) == 1
 
 
+class SlowClaims:
+    """The real service, except that recording a question waits until the test releases it."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.release = threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def claim(self, message):
+        assert self.release.wait(10), "never released"
+        return self._inner.claim(message)
+
+
+def test_polling_confirms_a_question_to_telegram_only_once_it_is_recorded(tmp_path, fake):
+    """Telegram forgets an update once the next getUpdates confirms it: a crash in between must not
+    lose the question, so the bot asks for the next batch only after recording this one."""
+    slow = []
+    bot = BotProcess(tmp_path, fake, service_wrapper=lambda s: slow.append(SlowClaims(s)) or slow[0])
+    with bot.running():
+        fake.push_updates(message(update_id=7, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        fake.wait_for("getUpdates", where=lambda c: True)
+        time.sleep(0.5)  # PTB would have confirmed the update by now
+        assert fake.pending_updates() == 1  # not confirmed: the question is not recorded yet
+        slow[0].release.set()
+        eventually(lambda: fake.pending_updates() == 0, what="the confirmation")
+        assert "widget audit" in answers_in(fake, CHAT["id"])[0]["text"]
+
+
+def test_the_webhook_answers_telegram_only_once_the_question_is_recorded(tmp_path, fake):
+    slow = []
+    bot = BotProcess(tmp_path, fake, webhook=True, service_wrapper=lambda s: slow.append(SlowClaims(s)) or slow[0])
+    update = message(update_id=8, message_id=10, chat=CHAT, text="What is a widget audit?")
+    fake.remember_chat(CHAT)
+    with bot.running() as client:
+        posted = []
+        poster = threading.Thread(target=lambda: posted.append(client.post(
+            "/telegram/webhook", json=update, headers={"X-Telegram-Bot-Api-Secret-Token": SECRET})))
+        poster.start()
+        time.sleep(0.5)
+        assert posted == []  # no 200 yet: a crash now and Telegram delivers the update again
+        slow[0].release.set()
+        poster.join(10)
+        assert posted[0].status_code == 200
+        assert "widget audit" in answers_in(fake, CHAT["id"])[0]["text"]
+
+
 # --- webhook mode ---------------------------------------------------------------------------------
 
 

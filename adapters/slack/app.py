@@ -126,8 +126,9 @@ class SlackBot:
     # -- wiring --------------------------------------------------------------------------------
 
     def _register_listeners(self) -> None:
-        self.app.event("app_mention")(self._on_app_mention)
-        self.app.event("message")(self._on_message)
+        # The middleware runs before bolt acknowledges the event (see _record_before_ack).
+        self.app.event("app_mention", middleware=[self._record_before_ack])(self._on_question)
+        self.app.event("message", middleware=[self._record_before_ack])(self._on_question)
         self.app.event("reaction_added")(self._on_reaction_added)
         self.app.event("reaction_removed")(self._on_reaction_removed)
         self.app.action(_FEEDBACK_ACTION_IDS)(self._on_feedback_button)
@@ -174,19 +175,19 @@ class SlackBot:
 
     # -- listeners (run after the ack; they only decide and start background work) --------------
 
-    async def _on_app_mention(self, body: dict, event: dict, context) -> None:
-        bot = _identity(context)
-        if is_answerable_mention(event, bot):
-            self.tasks.spawn(self._answer_event(body, event, bot, check_thread=False), name=_task_name(body))
+    async def _record_before_ack(self, body: dict, event: dict, context, next) -> None:  # noqa: A002 - bolt's name
+        """Listener middleware, run before bolt sends Slack its 200: a message to be answered is recorded
+        with its lease now, so once Slack has the acknowledgement (and will not retry), a crash can no
+        longer lose it: the recovery sweep finishes it. What to do next is left in the context."""
+        context[_CLAIMED] = await self._claim_event(body, event, _identity(context))
+        await next()
 
-    async def _on_message(self, body: dict, event: dict, context) -> None:
-        bot = _identity(context)
-        route = route_message(event, bot)
-        if route.action == "ignore":
-            log.debug("slack message %s ignored: %s", body.get("event_id"), route.reason)
-            return
-        check_thread = route.action == "answer_if_bot_thread"
-        self.tasks.spawn(self._answer_event(body, event, bot, check_thread=check_thread), name=_task_name(body))
+    async def _on_question(self, body: dict, event: dict, context) -> None:
+        claimed: _Claimed = context.get(_CLAIMED) or _Claimed()
+        if claimed.delivery is not None:
+            self.tasks.spawn(self._finish(claimed.delivery), name=_task_name(body))
+        elif claimed.failed:
+            self.tasks.spawn(self._apologise_in_thread(event), name=_task_name(body))
 
     async def _on_reaction_added(self, body: dict, event: dict, context) -> None:
         self._start_reaction(body, event, _identity(context), added=True)
@@ -200,29 +201,36 @@ class SlackBot:
 
     # -- answering -------------------------------------------------------------------------------
 
-    async def _answer_event(self, body: dict, event: dict, bot: BotIdentity, *, check_thread: bool) -> None:
+    async def _claim_event(self, body: dict, event: dict, bot: BotIdentity) -> _Claimed:
+        """Whether the event is a question for us and, if so, its lease (nothing for a duplicate)."""
+        if event.get("type") == "app_mention":
+            if not is_answerable_mention(event, bot):
+                return _Claimed()
+            check_thread = False
+        else:
+            route = route_message(event, bot)
+            if route.action == "ignore":
+                log.debug("slack message %s ignored: %s", body.get("event_id"), route.reason)
+                return _Claimed()
+            check_thread = route.action == "answer_if_bot_thread"
         team = body.get("team_id") or event.get("team") or ""
         if check_thread and not await self._is_bot_thread(team, event["channel"], event["thread_ts"]):
-            return
+            return _Claimed()
         try:
             incoming = to_incoming(event, team, bot)
         except Exception:  # a malformed event (e.g. a `text` that is not a string): say so, never silence
             log.exception("slack event %s could not be read", body.get("event_id"))
             self._count_error("slack_answer")
-            await self._apologise_in_thread(event)
-            return
+            return _Claimed(failed=True)
         # Retries of one delivery, and the app_mention and message events of one message, all name
         # the same message: only the holder of its lease replies (the service logs and counts the rest).
         # (The service logs the question, only when HYPA_LOG_MESSAGE_TEXT is on.)
         try:
-            delivery = await claim(self.service, incoming)
+            return _Claimed(await claim(self.service, incoming))
         except Exception:  # the message cannot be recorded (database down): the person hears about it
             log.exception("recording slack message %s failed", incoming.message_id)
             self._count_error("slack_claim")
-            await self._apologise_in_thread(event)
-            return
-        if delivery is not None:
-            await self._finish(delivery)
+            return _Claimed(failed=True)
 
     async def _finish(self, delivery: Delivery) -> None:
         """Reply to a claimed message (a new one, a retry's takeover, or one the recovery sweep took over)."""
@@ -322,6 +330,15 @@ class SlackBot:
     def _count_error(self, component: str) -> None:
         if self.metrics is not None:
             self.metrics.count_error(component)
+
+
+_CLAIMED = "hypa_claimed"  # bolt context key: what _record_before_ack decided
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    delivery: Delivery | None = None  # the lease on answering the message
+    failed: bool = False  # the event could not be read or recorded: the thread gets an apology
 
 
 def _identity(context) -> BotIdentity:

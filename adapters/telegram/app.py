@@ -15,6 +15,7 @@ from telegram import Update
 from telegram.ext import AIORateLimiter, Application
 
 from adapters.telegram.handlers import TelegramHandlers
+from adapters.telegram.recording import ConfirmWhenRecorded
 
 # message_reaction is delivered only when asked for explicitly (and callback_query for the buttons).
 ALLOWED_UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY, Update.MESSAGE_REACTION]
@@ -62,6 +63,9 @@ def build_application(config: TelegramConfig, handlers: TelegramHandlers) -> App
         builder = builder.updater(None)
     application = builder.build()
     handlers.register(application)
+    if application.updater is not None:
+        # Polling confirms a batch (the next getUpdates offset) only once its updates are recorded.
+        application.updater.bot = ConfirmWhenRecorded(application.bot, handlers.recorder)  # type: ignore[assignment]
     return application
 
 

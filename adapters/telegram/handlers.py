@@ -31,6 +31,7 @@ from telegram.ext import (
     ContextTypes,
     MessageHandler,
     MessageReactionHandler,
+    TypeHandler,
     filters,
 )
 
@@ -41,6 +42,7 @@ from adapters.telegram.render import (
     parse_feedback_callback,
     render_plain,
 )
+from adapters.telegram.recording import UpdateRecorder
 from adapters.telegram.replies import FAILED, PLACEHOLDER, TelegramReplies
 from core.conversation import (
     ConversationService,
@@ -78,10 +80,15 @@ class TelegramHandlers:
     service: ConversationService
     metrics: Metrics | None = None
     max_concurrent_answers: int = MAX_CONCURRENT_ANSWERS  # see adapters/delivery.py
+    # Updates fetched or received and not yet recorded: Telegram is told about them only after (recording.py).
+    recorder: UpdateRecorder = field(default_factory=UpdateRecorder)
     # Created on the serving event loop at the first question.
     _answer_slots: asyncio.Semaphore | None = field(default=None, init=False, repr=False)
 
     def register(self, application: Application) -> None:
+        # Group 1 runs after the handlers of group 0 are done with an update: it is recorded then (a
+        # question is recorded earlier, as soon as it is claimed: its handler runs until it is answered).
+        application.add_handler(TypeHandler(Update, self._recorded), group=1)
         application.add_handler(CommandHandler(["start", "help"], self.on_help))
         application.add_handler(CallbackQueryHandler(self.on_callback))
         application.add_handler(MessageReactionHandler(self.on_reaction))
@@ -91,6 +98,10 @@ class TelegramHandlers:
         application.add_error_handler(self.on_error)
 
     # -- messages ----------------------------------------------------------------------------------
+
+    async def _recorded(self, update: object, context: ContextTypes.DEFAULT_TYPE | None = None) -> None:
+        if isinstance(update, Update):
+            self.recorder.recorded(update.update_id)
 
     async def _first_delivery(self, update: Update) -> bool:
         """At most once, for replies that are not answers (help, "text only"): a redelivered update
@@ -130,6 +141,7 @@ class TelegramHandlers:
         )
         try:
             delivery = await claim(self.service, incoming)
+            await self._recorded(update)  # in the database with its lease: safe to acknowledge to Telegram
         except Exception as exc:  # the message cannot be recorded (database down): say so, never silence
             if self.metrics:
                 self.metrics.count_error("telegram_claim")
@@ -220,6 +232,7 @@ class TelegramHandlers:
     # -- errors ------------------------------------------------------------------------------------
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._recorded(update)  # handled, if badly: no reason to hold Telegram's acknowledgement
         error = context.error
         cause = error.__cause__ if isinstance(error, NotifiedError) and error.__cause__ else error
         log.error("telegram handler failed: %s", error, exc_info=cause)

@@ -109,7 +109,14 @@ def insert_if_absent(conn: Connection, table: Table, values: dict[str, Any]) -> 
     Uses the dialect's own "on conflict do nothing" where there is one (never an exception
     inside the transaction), otherwise a savepoint that absorbs the IntegrityError.
     """
+    return insert_returning_id(conn, table, values) is not None
+
+
+def insert_returning_id(conn: Connection, table: Table, values: dict[str, Any]) -> Any | None:
+    """`insert_if_absent` that returns the new row's primary key (None when the key existed): one
+    statement where the database has RETURNING, so recording a message stays cheap on the ack path."""
     dialect = conn.dialect.name
+    (pk,) = table.primary_key.columns
     if dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
     elif dialect == "postgresql":
@@ -117,16 +124,16 @@ def insert_if_absent(conn: Connection, table: Table, values: dict[str, Any]) -> 
     else:
         try:
             with conn.begin_nested():
-                conn.execute(insert(table).values(**values))
-            return True
+                result = conn.execute(insert(table).values(**values))
+            return values.get(pk.name, result.inserted_primary_key[0])
         except IntegrityError:
-            return False
+            return None
     statement = dialect_insert(table).values(**values).on_conflict_do_nothing()
-    if dialect == "postgresql":
-        # SQLAlchemy adds RETURNING <primary key> to a PostgreSQL INSERT, and psycopg then reports
-        # rowcount -1: ask for the inserted row instead (none comes back when the key existed).
-        return conn.execute(statement.returning(*table.primary_key.columns)).first() is not None
-    return conn.execute(statement).rowcount == 1
+    if conn.dialect.insert_returning:
+        # (PostgreSQL: psycopg reports rowcount -1 for an INSERT … RETURNING, so ask for the row.)
+        return conn.execute(statement.returning(pk)).scalar_one_or_none()
+    result = conn.execute(statement)  # SQLite before 3.35
+    return values.get(pk.name, result.lastrowid) if result.rowcount == 1 else None
 
 
 def _ensure_sqlite_dir(url: str) -> None:
@@ -182,14 +189,15 @@ class ConversationStore:
         body = (message.text if text_ is None else text_)[:MAX_STORED_TEXT]
         key = {"platform": message.platform, "workspace": message.workspace, "channel": message.channel}
         with self.engine.begin() as conn:
-            insert_if_absent(conn, _THREADS, {**key, "thread_key": message.thread, "created_at": now})
-            thread_pk = conn.execute(
-                select(_THREADS.c.id).where(
-                    *(getattr(_THREADS.c, k) == v for k, v in key.items()),
-                    _THREADS.c.thread_key == message.thread,
-                )
-            ).scalar_one()
-            inserted = insert_if_absent(
+            thread_pk = insert_returning_id(conn, _THREADS, {**key, "thread_key": message.thread, "created_at": now})
+            if thread_pk is None:
+                thread_pk = conn.execute(
+                    select(_THREADS.c.id).where(
+                        *(getattr(_THREADS.c, k) == v for k, v in key.items()),
+                        _THREADS.c.thread_key == message.thread,
+                    )
+                ).scalar_one()
+            message_pk = insert_returning_id(
                 conn,
                 _MESSAGES,
                 {
@@ -198,14 +206,16 @@ class ConversationStore:
                     "claimed_by": holder or None, "attempts": 1,
                 },
             )
-            row = conn.execute(
+            if message_pk is not None:  # new: this caller holds the first lease, nothing is stored yet
+                return MessageClaim(message_pk, thread_pk, owner=True)
+            message_pk = conn.execute(
                 select(_MESSAGES.c.id).where(
                     *(getattr(_MESSAGES.c, k) == v for k, v in key.items()),
                     _MESSAGES.c.message_id == message.message_id,
                 )
-            ).one()
-            owner = inserted or self._take_over(conn, row.id, holder, now)
-            return _claim_of(conn, row.id, owner=owner)
+            ).scalar_one()
+            owner = self._take_over(conn, message_pk, holder, now)
+            return _claim_of(conn, message_pk, owner=owner)
 
     def _take_over(self, conn: Connection, message_pk: int, holder: str, now: datetime) -> bool:
         """Take a lapsed lease: one statement, so of racing redeliveries and sweeps exactly one wins."""
