@@ -75,6 +75,10 @@ class FeedbackEvent:
     # For a removal (rating 0) by taking a reaction away: the rating that reaction gave. The rating is
     # removed only if it is still that one, so removing a 👍 reaction does not clear a later 👎 click.
     withdraws: Rating | None = None
+    # The act's position on the platform's clock (core/ratings.py): Slack event_ts / action_ts in
+    # microseconds, Telegram update_id; None = `at` in microseconds (the terminal's clock). Acts are
+    # applied in this order, whatever order they are processed in; the same order twice is one act.
+    order: int | None = None
 
 
 @dataclass(frozen=True)

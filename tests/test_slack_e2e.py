@@ -249,6 +249,29 @@ def test_thumbs_reactions_on_the_answer_are_feedback_and_removing_one_clears_it(
         ("UBOB0001", 1, "reaction"), ("UBOB0001", 0, "reaction"), ("UBOB0001", -1, "reaction")]
 
 
+def test_a_click_after_a_reaction_and_its_removal_wins_when_the_removal_is_processed_last(bot, fake):
+    """Issue 13: 👍 reaction, its removal, then a 👍 click; the removal delivered last must not undo the
+    click. Slack times reactions (event_ts) and clicks (action_ts) on one clock."""
+    event, message = ask(bot, fake)
+    answer_id = buttons(message.blocks)[ACTION_UPVOTE]
+    channel = event["channel"]
+    reacted, unreacted, clicked = (f"{time.time() + i * 0.2:.6f}" for i in range(3))
+    bot.slack.send(envelope(reaction_event("reaction_added", "+1", channel=channel, ts=message.ts, user="UDAN0001",
+                                           event_ts=reacted)))
+    fake.wait_for(lambda: bot.store.current_rating(answer_id, "UDAN0001") == 1, 5, "the reaction")
+    bot.slack.send_interaction(block_actions(ACTION_UPVOTE, answer_id, channel=channel, message_ts=message.ts,
+                                             thread_ts=event["ts"], user="UDAN0001", action_ts=clicked))
+    fake.wait_for(lambda: fake.calls_to("chat.postEphemeral"), what="the click's acknowledgement")
+    bot.slack.send(envelope(reaction_event("reaction_removed", "+1", channel=channel, ts=message.ts, user="UDAN0001",
+                                           event_ts=unreacted)))
+    processed = lambda: (bot.store.count_rows("feedback_acts") >= 3  # noqa: E731
+                         or bot.store.current_rating(answer_id, "UDAN0001") != 1)
+    fake.wait_for(processed, 5, "the removal to be processed")
+    assert bot.store.current_rating(answer_id, "UDAN0001") == 1
+    (rated,) = [r for r in bot.store.rated_answers() if r.rater == "UDAN0001"]
+    assert rated.source == "button"
+
+
 def test_button_click_records_the_rating_and_acknowledges_it_to_the_clicker_only(bot, fake):
     event, message = ask(bot, fake)
     answer_id = buttons(message.blocks)[ACTION_DOWNVOTE]

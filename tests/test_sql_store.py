@@ -1,9 +1,11 @@
 """ConversationStore: schema = migrations, constraints, races settled by the database."""
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -395,6 +397,87 @@ def test_events_processed_out_of_order_keep_the_raters_latest_act(store):
     # In order, a later act wins as usual.
     again = FeedbackEvent(answer_id, "slack", "U1", 1, source="reaction", at=t0 + timedelta(seconds=2))
     assert store.record_feedback(again).changed and store.current_rating(answer_id, "U1") == 1
+
+
+def test_a_repeated_rating_moves_its_time_so_an_older_removal_delivered_last_is_stale(store):
+    """Issue 13: a 👍 reaction, its removal, then a 👍 click, with the removal delivered last, ended as
+    no rating: the click repeated the current rating and did not move its time."""
+    answer_id = answer(store)
+    t = lambda s: T0 + timedelta(seconds=s)  # noqa: E731
+    store.record_feedback(FeedbackEvent(answer_id, "telegram", "U1", 1, source="reaction", at=t(1)))
+    clicked = store.record_feedback(FeedbackEvent(answer_id, "telegram", "U1", 1, source="button", at=t(3)))
+    assert not clicked.changed  # already 👍...
+    (rated,) = store.rated_answers()
+    assert rated.rated_at == t(3) and rated.source == "button"  # ...but that is now the latest act
+    late = FeedbackEvent(answer_id, "telegram", "U1", 0, source="reaction", withdraws=1, at=t(2))
+    assert not store.record_feedback(late).changed
+    assert store.current_rating(answer_id, "U1") == 1
+
+
+def test_a_redelivered_act_is_applied_once(store):
+    answer_id = answer(store)
+    up = FeedbackEvent(answer_id, "telegram", "U1", 1, source="reaction", order=41)
+    removed = FeedbackEvent(answer_id, "telegram", "U1", 0, source="reaction", withdraws=1, order=42)
+    assert store.record_feedback(up).changed and store.record_feedback(removed).changed
+    assert not store.record_feedback(up).changed  # the 👍 delivered again: not a new act
+    assert store.current_rating(answer_id, "U1") == 0 and store.count_rows("feedback_acts") == 2
+
+
+def _random_acts(rng: random.Random, answer_id: str, rater: str, platform: str, start: int) -> list[FeedbackEvent]:
+    """What one person might do to one answer: clicks, reactions added and taken away, in time order."""
+    acts, reactions, order = [], set(), start
+    for _ in range(rng.randint(2, 6)):
+        order += rng.randint(1, 400_000)  # up to 0.4 s apart on the platform's clock
+        at = T0 + timedelta(microseconds=order - start)
+        kind = rng.choice(["click", "react", "unreact"] if reactions else ["click", "react"])
+        if kind == "unreact":
+            gone = rng.choice(sorted(reactions))
+            reactions.discard(gone)
+            acts.append(FeedbackEvent(answer_id, platform, rater, 0, source="reaction", withdraws=gone, at=at, order=order))
+            continue
+        rating = rng.choice([1, -1])
+        if kind == "react":
+            reactions.add(rating)
+        acts.append(FeedbackEvent(answer_id, platform, rater, rating, source="reaction" if kind == "react" else "button",
+                                  at=at, order=order))
+    return acts
+
+
+def test_acts_of_30_concurrent_senders_in_any_order_end_as_if_applied_in_order(store):
+    """Issue 13: 6 of 621 (answer, rater) pairs ended on an older act under 30 concurrent senders.
+    Each pair's acts are delivered shuffled by 30 threads; the result must equal applying them in order."""
+    rng = random.Random(13)
+    shuffled_answer, ordered_answer = answer(store, "1"), answer(store, "2")
+    per_rater = {f"U{i}": _random_acts(rng, shuffled_answer, f"U{i}", "telegram", 1_000_000 * i) for i in range(150)}
+    for acts in per_rater.values():  # the reference: the same acts, one at a time, in platform order
+        for act in acts:
+            store.record_feedback(replace(act, answer_id=ordered_answer))
+    deliveries = [act for acts in per_rater.values() for act in acts]
+    rng.shuffle(deliveries)
+    deliveries += rng.sample(deliveries, 50)  # and some delivered twice
+    with ThreadPoolExecutor(30) as pool:
+        list(pool.map(store.record_feedback, deliveries))
+    wrong = [r for r in per_rater
+             if store.current_rating(shuffled_answer, r) != store.current_rating(ordered_answer, r)]
+    assert wrong == [], f"{len(wrong)} of {len(per_rater)} raters ended on an older act"
+    assert {r: store.current_rating(ordered_answer, r) for r in per_rater} != {r: 0 for r in per_rater}
+
+
+def test_ratings_from_before_acts_were_stored_are_carried_over_by_the_migration(store):
+    answer_id = answer(store)
+    store.record_feedback(FeedbackEvent(answer_id, "telegram", "U1", 1, source="reaction", order=500))
+    cfg = alembic_config()
+    with store.engine.begin() as conn:  # back to the schema before feedback_acts, and up again
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0002_delivery_leases")
+        command.upgrade(cfg, "head")
+    assert store.count_rows("feedback_acts") == 1 and store.current_rating(answer_id, "U1") == 1
+    # The carried-over rating comes before any new act: a removal of a 👎 never given changes nothing...
+    assert not store.record_feedback(FeedbackEvent(answer_id, "telegram", "U1", 0, source="reaction", withdraws=-1,
+                                                   order=3)).changed
+    assert store.current_rating(answer_id, "U1") == 1
+    # ...and a new click is the latest act.
+    assert store.record_feedback(FeedbackEvent(answer_id, "telegram", "U1", -1, order=4)).changed
 
 
 def test_removing_a_reaction_withdraws_only_the_rating_it_gave(store):

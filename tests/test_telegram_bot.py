@@ -449,6 +449,26 @@ def test_thumbs_reaction_rates_the_answer_and_removing_it_removes_the_rating(tmp
         assert len(bot.store.feedback_log()) == 2
 
 
+def test_a_reaction_just_after_a_click_counts_though_telegram_dates_it_in_whole_seconds(tmp_path, fake):
+    """Issue 13: a 👎 reaction 0.4 s after a 👍 click was dropped: the click was timed by the bot's clock,
+    the reaction by Telegram's whole-second `date`. Update ids order both on Telegram's one clock."""
+    bot = BotProcess(tmp_path, fake)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        answer_id = bot.store.answers()[0].id
+        up = answer["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        clicked_at = time.time()
+        fake.push_updates(callback_query(update_id=2, data=up, message_=answer))
+        fake.wait_for("answerCallbackQuery")
+        assert bot.store.current_rating(answer_id, "4242") == 1
+        thumbs_down = reaction(update_id=3, chat=CHAT, message_id=answer["message_id"], old=[], new=["👎"])
+        thumbs_down["message_reaction"]["date"] = int(clicked_at)  # the same second as the click, truncated
+        fake.push_updates(thumbs_down)
+        eventually(lambda: bot.store.count_rows("feedback_acts") == 2, what="the reaction to be processed")
+        assert bot.store.current_rating(answer_id, "4242") == -1
+
+
 # --- crash recovery: leases ---------------------------------------------------------------------
 
 

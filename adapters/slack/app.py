@@ -31,7 +31,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 from starlette.routing import Route
 
-from adapters.delivery import MAX_CONCURRENT_ANSWERS, LeaseKeeper, claim, finish_delivery, is_first_delivery
+from adapters.delivery import MAX_CONCURRENT_ANSWERS, LeaseKeeper, claim, finish_delivery
 from adapters.slack.blocks import (
     ACTION_DOWNVOTE,
     ACTION_UPVOTE,
@@ -45,6 +45,7 @@ from adapters.slack.events import (
     BotIdentity,
     is_answerable_mention,
     route_message,
+    slack_order,
     slack_time,
     to_incoming,
 )
@@ -261,8 +262,7 @@ class SlackBot:
         )
 
     async def _record_reaction(self, body: dict, event: dict, rating: Rating, *, withdraws: Rating | None) -> None:
-        if not await self._claim(body.get("event_id")):
-            return
+        # A retried event is the same act (same event_ts): the store applies it once.
         item = event["item"]
         answer_id = None
         try:
@@ -273,7 +273,9 @@ class SlackBot:
                 return  # a reaction on some other message
             feedback = FeedbackEvent(
                 answer_id, PLATFORM, event["user"], rating, source="reaction", withdraws=withdraws,
-                at=slack_time(event.get("event_ts")),  # orders an add and a remove processed out of order
+                at=slack_time(event.get("event_ts")),
+                # Slack's clock orders reactions and clicks alike, however they are processed.
+                order=slack_order(event.get("event_ts")),
             )
             await self._call(self.service.record_feedback, feedback)
         except UnknownAnswer:
@@ -290,7 +292,7 @@ class SlackBot:
         thread = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
         feedback = FeedbackEvent(
             action.get("value", ""), PLATFORM, user, FEEDBACK_ACTIONS[action["action_id"]], source="button",
-            at=slack_time(action.get("action_ts")),
+            at=slack_time(action.get("action_ts")), order=slack_order(action.get("action_ts")),
         )
         try:
             outcome = await self._call(self.service.record_feedback, feedback)
@@ -322,10 +324,6 @@ class SlackBot:
             log.exception("checking whether slack thread %s/%s is the bot's failed", channel, thread)
             self._count_error("slack_thread")
             return False
-
-    async def _claim(self, delivery_id: str | None) -> bool:
-        """True unless the delivery was already claimed (fails open: see adapters.delivery)."""
-        return not delivery_id or await is_first_delivery(self.service, PLATFORM, delivery_id, self.metrics)
 
     def _count_error(self, component: str) -> None:
         if self.metrics is not None:

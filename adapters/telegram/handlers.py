@@ -191,7 +191,11 @@ class TelegramHandlers:
             await query.answer("This button is no longer supported.")
             return
         answer_id, rating = parsed
-        event = FeedbackEvent(answer_id=answer_id, platform=PLATFORM, rater=str(query.from_user.id), rating=rating)
+        # Telegram's update ids order every act of a bot (presses and reactions) on one clock; the bot's
+        # own clock and a reaction's whole-second `date` do not compare.
+        event = FeedbackEvent(
+            answer_id=answer_id, platform=PLATFORM, rater=str(query.from_user.id), rating=rating, order=update.update_id
+        )
         try:
             outcome = await asyncio.to_thread(self.service.record_feedback, event)
         except UnknownAnswer:
@@ -222,7 +226,7 @@ class TelegramHandlers:
         withdraws = None if rating != 0 else (1 if THUMBS_UP in old else -1)
         event = FeedbackEvent(
             answer_id=answer_id, platform=PLATFORM, rater=rater, rating=rating, source="reaction", withdraws=withdraws,
-            at=change.date,  # Telegram's time of the change: concurrent updates may be processed out of order
+            at=change.date, order=update.update_id,  # concurrent updates may be processed out of order
         )
         try:
             await asyncio.to_thread(self.service.record_feedback, event)

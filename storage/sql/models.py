@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -184,6 +185,29 @@ class FeedbackRow(Base):
     reason: Mapped[str] = mapped_column(Text)
     rated_at: Mapped[datetime]  # when the rater acted (the event's time)
     updated_at: Mapped[datetime] = mapped_column(index=True)  # when the store recorded it
+
+
+class FeedbackAct(Base):
+    """Every rating act as the platform delivered it (a click, a reaction added or taken away), with
+    its position on the platform's clock. A rater's current rating is the fold of their acts in that
+    order (core/ratings.py), so acts processed out of order end where the rater left off."""
+
+    __tablename__ = "feedback_acts"
+    # One act per position: a redelivered act is stored (and counted) once.
+    __table_args__ = (UniqueConstraint("answer_id", "rater", "act_order"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    answer_id: Mapped[str] = mapped_column(ForeignKey("answers.id"))
+    rater: Mapped[str] = mapped_column(String(128))
+    platform: Mapped[str] = mapped_column(String(32))
+    rating: Mapped[int] = mapped_column(SmallInteger)
+    withdraws: Mapped[int | None] = mapped_column(SmallInteger)
+    source: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    # Slack event_ts / action_ts in microseconds, Telegram update_id, or the local clock in microseconds.
+    act_order: Mapped[int] = mapped_column(BigInteger)
+    rated_at: Mapped[datetime]
+    recorded_at: Mapped[datetime]
 
 
 class FeedbackLogRow(Base):

@@ -8,8 +8,10 @@ transaction, so several threads, processes or replicas sharing the database agre
   taken over by exactly one redelivery or recovery sweep (a conditional UPDATE);
 - two workers answering one message -> `answers.message_id` is unique, the second gets the first's answer;
 - the same delivery id twice -> one `deliveries` row (`claim_delivery` is True once);
-- concurrent clicks by one rater -> one `feedback` row per (answer, rater), locked while it changes,
-  and each change appended to `feedback_log` in the same transaction.
+- concurrent clicks by one rater -> one `feedback` row per (answer, rater), locked while it changes;
+  every act is kept in `feedback_acts` (once per position on the platform's clock) and the row is the
+  fold of the rater's acts in that order, so acts processed out of order still end on the latest;
+  each change is appended to `feedback_log` in the same transaction.
 """
 from __future__ import annotations
 
@@ -41,12 +43,14 @@ from core.conversation import (
     IncomingMessage,
     UnknownAnswer,
 )
+from core.ratings import RatingAct, fold, order_from_time
 from core.types import Citation, Turn
 from storage.sql.engine import make_engine, read_only
 from storage.sql.migrate import upgrade_to_head
 from storage.sql.models import (
     AnswerRow,
     Delivery,
+    FeedbackAct,
     FeedbackLogRow,
     FeedbackRow,
     Message,
@@ -87,6 +91,7 @@ _LINKS: Table = PlatformMessage.__table__  # type: ignore[assignment]
 _DELIVERIES: Table = Delivery.__table__  # type: ignore[assignment]
 _FEEDBACK: Table = FeedbackRow.__table__  # type: ignore[assignment]
 _LOG: Table = FeedbackLogRow.__table__  # type: ignore[assignment]
+_ACTS: Table = FeedbackAct.__table__  # type: ignore[assignment]
 
 
 def new_answer_id() -> str:
@@ -458,23 +463,26 @@ class ConversationStore:
     # --- feedback ------------------------------------------------------------------------------
 
     def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
-        """Apply one rating event: the current row changes and the change is logged, atomically.
+        """Apply one rating act: store it, and set the rater's current rating to the fold of all their
+        acts on this answer in platform order (core/ratings.py), atomically with the change's log row.
 
-        A repeat of the current state (double click, a second reaction of the same sign) changes
-        nothing and is not logged. A new non-empty reason with the same rating is a change.
+        Acts processed out of order therefore end where the rater left off; a redelivered act (same
+        position) is stored once. The outcome is a change only when the rating or its reason changed
+        (a double click, a second reaction of the same sign only move the rating's time).
         """
         if event.rating not in (-1, 0, 1):
             raise ValueError(f"rating must be -1, 0 or +1, got {event.rating!r}")
         reason = (event.reason or "")[:MAX_REASON_CHARS]
+        order = event.order if event.order is not None else order_from_time(event.at)
         key = (_FEEDBACK.c.answer_id == event.answer_id, _FEEDBACK.c.rater == event.rater)
         with self.engine.begin() as conn:
             if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == event.answer_id)).first() is None:
                 raise UnknownAnswer(event.answer_id)
             now = _utcnow()
             if event.rating != 0 or event.withdraws is not None:
-                # Make sure the row exists, so that the locking read below always has a row to lock.
-                # A reaction removed before its addition was processed leaves this row (rating 0 at
-                # the removal's time), so the older addition, processed next, is recognised as stale.
+                # Make sure the row exists, so that the locking read below always has a row to lock (and
+                # concurrent acts of one rater wait for each other). A plain removal with nothing to
+                # remove stores nothing.
                 insert_if_absent(
                     conn,
                     _FEEDBACK,
@@ -484,29 +492,44 @@ class ConversationStore:
             current = conn.execute(
                 select(_FEEDBACK.c.rating, _FEEDBACK.c.reason, _FEEDBACK.c.rated_at).where(*key).with_for_update()
             ).first()
-            previous = 0 if current is None else int(current.rating)
-            reason_changed = bool(reason) and current is not None and reason != current.reason
-            superseded = event.rating == 0 and event.withdraws is not None and previous != event.withdraws
-            # Platforms deliver concurrently: a reaction removed right after it was added may be
-            # processed first. The rater's act with the later platform time wins.
-            out_of_order = current is not None and _as_utc(event.at) < current.rated_at
-            if current is None or superseded or out_of_order or (previous == event.rating and not reason_changed):
+            if current is None:
+                return FeedbackOutcome(event.answer_id, 0, changed=False)
+            stored = insert_if_absent(
+                conn,
+                _ACTS,
+                {"answer_id": event.answer_id, "rater": event.rater, "platform": event.platform, "rating": event.rating,
+                     "withdraws": event.withdraws, "source": event.source, "reason": reason, "act_order": order,
+                     "rated_at": event.at, "recorded_at": now},
+            )
+            previous = int(current.rating)
+            if not stored:  # the same act delivered again
                 return FeedbackOutcome(event.answer_id, previous, changed=False)  # type: ignore[arg-type]
-            stored_reason = reason if event.rating != 0 else ""
+            acts = conn.execute(
+                select(_ACTS).where(_ACTS.c.answer_id == event.answer_id, _ACTS.c.rater == event.rater)
+                .order_by(_ACTS.c.act_order, _ACTS.c.id)
+            ).all()
+            state = fold(
+                RatingAct(a.rating, a.act_order, _as_utc(a.rated_at), a.source, a.reason, a.withdraws) for a in acts
+            )
+            changed = (state.rating, state.reason) != (previous, current.reason)
+            rated_at = state.at or current.rated_at
+            if not changed and rated_at == current.rated_at:
+                return FeedbackOutcome(event.answer_id, previous, changed=False)  # type: ignore[arg-type]
             conn.execute(
                 update(_FEEDBACK).where(*key).values(
-                    rating=event.rating, platform=event.platform, source=event.source, reason=stored_reason,
-                    rated_at=event.at, updated_at=now,
+                    rating=state.rating, platform=event.platform, source=state.source or event.source,
+                    reason=state.reason, rated_at=rated_at, updated_at=now,
                 )
             )
-            conn.execute(
-                insert(_LOG).values(
-                    answer_id=event.answer_id, rater=event.rater, platform=event.platform, rating=event.rating,
-                    previous_rating=previous, source=event.source, reason=stored_reason, rated_at=event.at,
-                    recorded_at=now,
+            if changed:
+                conn.execute(
+                    insert(_LOG).values(
+                        answer_id=event.answer_id, rater=event.rater, platform=event.platform, rating=state.rating,
+                        previous_rating=previous, source=state.source or event.source, reason=state.reason,
+                        rated_at=rated_at, recorded_at=now,
+                    )
                 )
-            )
-        return FeedbackOutcome(event.answer_id, event.rating, changed=True)
+        return FeedbackOutcome(event.answer_id, state.rating, changed=changed)  # type: ignore[arg-type]
 
     def current_rating(self, answer_id: str, rater: str) -> int:
         with self.engine.connect() as conn:
@@ -559,7 +582,7 @@ class ConversationStore:
 
     def count_rows(self, table: str) -> int:
         """Row count of one of the store's tables (diagnostics, tests)."""
-        tables = {t.name: t for t in (_THREADS, _MESSAGES, _ANSWERS, _LINKS, _DELIVERIES, _FEEDBACK, _LOG)}
+        tables = {t.name: t for t in (_THREADS, _MESSAGES, _ANSWERS, _LINKS, _DELIVERIES, _FEEDBACK, _LOG, _ACTS)}
         with self.engine.connect() as conn:
             return int(read_only(conn).execute(select(func.count()).select_from(tables[table])).scalar_one())
 

@@ -317,14 +317,20 @@ def message_event(text: str, *, user: str = "UALICE01", channel: str = "C0GENERA
     return event
 
 
-def reaction_event(kind: str, reaction: str, *, channel: str, ts: str, user: str = "UALICE01") -> dict:
-    """`kind` is "reaction_added" or "reaction_removed"."""
+def slack_now() -> str:
+    """Slack's clock as it stamps events and actions ("1700000000.123456")."""
+    return f"{time.time():.6f}"
+
+
+def reaction_event(kind: str, reaction: str, *, channel: str, ts: str, user: str = "UALICE01",
+                   event_ts: str | None = None) -> dict:
+    """`kind` is "reaction_added" or "reaction_removed"; `event_ts` is when it happened (default: now)."""
     return {"type": kind, "user": user, "reaction": reaction, "item_user": BOT_USER_ID,
-            "item": {"type": "message", "channel": channel, "ts": ts}, "event_ts": new_ts()}
+            "item": {"type": "message", "channel": channel, "ts": ts}, "event_ts": event_ts or slack_now()}
 
 
 def block_actions(action_id: str, value: str, *, channel: str, message_ts: str, thread_ts: str | None = None,
-                  user: str = "UALICE01", team_id: str = TEAM_ID) -> dict:
+                  user: str = "UALICE01", team_id: str = TEAM_ID, action_ts: str | None = None) -> dict:
     """An interactivity `block_actions` payload (a button click on a bot message)."""
     message = {"type": "message", "user": BOT_USER_ID, "ts": message_ts, "text": "answer"}
     if thread_ts:
@@ -342,7 +348,7 @@ def block_actions(action_id: str, value: str, *, channel: str, message_ts: str, 
         "message": message,
         "response_url": "https://hooks.slack.test/actions/1",
         "actions": [{"action_id": action_id, "block_id": "feedback", "value": value, "type": "button",
-                     "action_ts": str(time.time())}],
+                     "action_ts": action_ts or slack_now()}],
     }
 
 
