@@ -90,7 +90,8 @@ def slack_round(data_dir: Path) -> Round:
                 result.unanswered += not answers
             return result
 
-        with CrashBot("slack", data_dir, fake.base_url, lease_s=ARGS.lease, database_url=ARGS.round_database_url) as again:
+        restarted = CrashBot("slack", data_dir, fake.base_url, lease_s=ARGS.lease, database_url=ARGS.round_database_url)
+        with restarted as again:
             retries = SlackEvents(f"{again.base_url}/slack/events", SIGNING_SECRET)
             for b in bodies:
                 retries.send(b, retry_num=1)
@@ -150,7 +151,8 @@ def main() -> None:
     print(f"{ARGS.questions} questions per round, SIGKILL {ARGS.kill_after} s after the acknowledgement, "
           f"answers take {ARGS.answer_delay} s, lease {ARGS.lease} s, database "
           f"{'PostgreSQL' if ARGS.database_url.startswith('postgresql') else 'SQLite'}")
-    print("| platform | answered once / total | answered twice | unanswered | placeholders left | settled after restart |")
+    print("| platform | answered once / total | answered twice | unanswered | placeholders left "
+          "| settled after restart |")
     print("| --- | --- | --- | --- | --- | --- |")
     totals: dict[str, Round] = {}
     for platform in platforms:

@@ -79,6 +79,10 @@ class FeedbackEvent:
     # microseconds, Telegram update_id; None = `at` in microseconds (the terminal's clock). Acts are
     # applied in this order, whatever order they are processed in; the same order twice is one act.
     order: int | None = None
+    # Where the act was made: the Slack channel of the message the button or reaction is on, the
+    # Telegram chat. A rating counts only from the platform and chat where the answer was posted
+    # (AnswerNotShownHere otherwise). None for callers that are not a chat (the terminal).
+    channel: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,11 @@ class FeedbackOutcome:
 
 class UnknownAnswer(LookupError):
     """Feedback or a lookup referred to an answer id the store does not have."""
+
+
+class AnswerNotShownHere(LookupError):
+    """A rating for an answer that was not posted on this platform and chat (a button carrying another
+    chat's or another platform's answer id): it is not recorded."""
 
 
 class ConversationService(Protocol):

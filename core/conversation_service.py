@@ -278,7 +278,8 @@ class StoredConversationService:
     # --- feedback, links, deliveries, threads --------------------------------------------------
 
     def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
-        """Raises core.conversation.UnknownAnswer for an answer id the store does not have."""
+        """Raises core.conversation.UnknownAnswer for an answer id the store does not have, and
+        AnswerNotShownHere for an answer posted on another platform or in another chat."""
         if event.reason:
             event = replace(event, reason=clean_text(event.reason))
         outcome = self.store.record_feedback(event)

@@ -14,11 +14,13 @@ from adapters.slack.blocks import (
     ACTION_DOWNVOTE,
     ACTION_UPVOTE,
     FAILURE_TEXT,
+    NOT_SHOWN_HERE_TEXT,
     PLACEHOLDER_TEXT,
     UNKNOWN_ANSWER_TEXT,
 )
 from adapters.slack.events import BotIdentity, to_incoming
 from adapters.slack.replies import PLACEHOLDER_EVENT
+from core.conversation import IncomingMessage
 from tests.fakes.slack_server import (
     BOT_USER_ID,
     FakeSlack,
@@ -292,6 +294,33 @@ def test_button_click_records_the_rating_and_acknowledges_it_to_the_clicker_only
     assert click(ACTION_UPVOTE, value="no-such-answer") == UNKNOWN_ANSWER_TEXT
     log = bot.store.feedback_log(answer_id)
     assert [(c.rating, c.source) for c in log] == [(-1, "button"), (1, "button")]
+
+
+def test_a_rating_counts_only_from_the_channel_where_the_answer_was_posted(bot, fake):
+    """Issue 13: a rating is tied to where the answer was shown (the channel of the message the button is on)."""
+    event, message = ask(bot, fake)
+    answer_id = buttons(message.blocks)[ACTION_UPVOTE]
+    telegram = bot.server.bot.service.handle(
+        IncomingMessage("telegram", "telegram", "605", "5", "605", "What is a widget audit?", "5"))
+
+    def click(value: str, channel: str, user: str) -> str:
+        payload = block_actions(ACTION_UPVOTE, value, channel=channel, message_ts=message.ts, thread_ts=event["ts"],
+                                user=user)
+        before = len(fake.calls_to("chat.postEphemeral"))
+        assert bot.slack.send_interaction(payload).status_code == 200
+        return fake.wait_for(lambda: fake.calls_to("chat.postEphemeral")[before:], what="a reply")[0].params["text"]
+
+    assert click(answer_id, "C0ELSEWHERE", "UERIN001") == NOT_SHOWN_HERE_TEXT
+    assert click(telegram.answer_id, event["channel"], "UERIN001") == NOT_SHOWN_HERE_TEXT
+    from_home = block_actions(ACTION_UPVOTE, answer_id, channel="", message_ts=message.ts, user="UERIN001")
+    from_home.pop("channel")
+    from_home["container"] = {"type": "view", "view_id": "V0HOME01"}  # a button in App Home: no channel
+    assert bot.slack.send_interaction(from_home).status_code == 200
+    fake.wait_quiet(0.3)
+    for rated in (answer_id, telegram.answer_id):  # nothing stored for any of the three
+        assert bot.store.current_rating(rated, "UERIN001") == 0 and bot.store.feedback_log(rated) == []
+    assert "recorded" in click(answer_id, event["channel"], "UERIN001")
+    assert bot.store.current_rating(answer_id, "UERIN001") == 1
 
 
 # --- bad input, failures, rate limits --------------------------------------------------------------

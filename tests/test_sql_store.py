@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, inspect
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import IntegrityError
 
-from core.conversation import FeedbackEvent, IncomingMessage, UnknownAnswer
+from core.conversation import AnswerNotShownHere, FeedbackEvent, IncomingMessage, UnknownAnswer
 from core.types import Citation
 from storage.sql import AnswerRecord, ConversationStore
 from storage.sql.engine import _sqlite_on_connect
@@ -388,14 +388,14 @@ def test_feedback_one_rating_per_rater_changes_logged(store):
 def test_events_processed_out_of_order_keep_the_raters_latest_act(store):
     answer_id = answer(store)
     t0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
-    added = FeedbackEvent(answer_id, "slack", "U1", 1, source="reaction", at=t0)
-    removed = FeedbackEvent(answer_id, "slack", "U1", 0, source="reaction", withdraws=1, at=t0 + timedelta(seconds=1))
+    added = FeedbackEvent(answer_id, "telegram", "U1", 1, source="reaction", at=t0)
+    removed = FeedbackEvent(answer_id, "telegram", "U1", 0, source="reaction", withdraws=1, at=t0 + timedelta(seconds=1))
     # The removal is processed before the addition it withdraws (concurrent deliveries):
     assert store.record_feedback(removed).changed is False  # nothing to remove yet...
     assert store.record_feedback(added).changed is False  # ...but the older addition is then stale
     assert store.current_rating(answer_id, "U1") == 0
     # In order, a later act wins as usual.
-    again = FeedbackEvent(answer_id, "slack", "U1", 1, source="reaction", at=t0 + timedelta(seconds=2))
+    again = FeedbackEvent(answer_id, "telegram", "U1", 1, source="reaction", at=t0 + timedelta(seconds=2))
     assert store.record_feedback(again).changed and store.current_rating(answer_id, "U1") == 1
 
 
@@ -482,7 +482,7 @@ def test_ratings_from_before_acts_were_stored_are_carried_over_by_the_migration(
 
 def test_removing_a_reaction_withdraws_only_the_rating_it_gave(store):
     answer_id = answer(store)
-    ev = lambda rating, **kw: FeedbackEvent(answer_id, "slack", "U1", rating, **kw)
+    ev = lambda rating, **kw: FeedbackEvent(answer_id, "telegram", "U1", rating, **kw)
     store.record_feedback(ev(1, source="reaction"))
     store.record_feedback(ev(-1, source="button"))  # changed their mind with the button
     kept = store.record_feedback(ev(0, source="reaction", withdraws=1))  # then took the 👍 reaction away
@@ -494,7 +494,7 @@ def test_removing_a_reaction_withdraws_only_the_rating_it_gave(store):
 def test_200_concurrent_reactions_lose_and_double_nothing(store):
     """200 raters click at once, half of them twice (double clicks), then 50 remove their rating."""
     answer_id = answer(store)
-    events = [FeedbackEvent(answer_id, "slack", f"U{i}", 1 if i % 4 else -1, source="button") for i in range(200)]
+    events = [FeedbackEvent(answer_id, "telegram", f"U{i}", 1 if i % 4 else -1, source="button") for i in range(200)]
     events += events[:100]  # double clicks race their first click
     barrier = threading.Barrier(len(events))
 
@@ -514,15 +514,27 @@ def test_200_concurrent_reactions_lose_and_double_nothing(store):
     assert sum(r.rating == 1 for r in rated) == 150 and sum(r.rating == -1 for r in rated) == 50
     assert len(store.feedback_log(answer_id)) == 200
     with ThreadPoolExecutor(25) as pool:
-        list(pool.map(store.record_feedback, [FeedbackEvent(answer_id, "slack", f"U{i}", 0) for i in range(50)]))
+        list(pool.map(store.record_feedback, [FeedbackEvent(answer_id, "telegram", f"U{i}", 0) for i in range(50)]))
     assert len(store.rated_answers()) == 150 and store.count_rows("feedback") == 200
     assert len(store.feedback_log(answer_id)) == 250
 
 
+def test_a_rating_counts_only_from_the_platform_and_chat_where_the_answer_was_posted(store):
+    """Issue 13: a press from chat 611 rating an answer shown in chat 605, and a press carrying another
+    platform's answer id, were stored."""
+    answer_id = answer(store)  # posted in telegram chat -100
+    for platform, channel in (("telegram", "-611"), ("slack", "-100"), ("slack", None)):
+        with pytest.raises(AnswerNotShownHere):
+            store.record_feedback(FeedbackEvent(answer_id, platform, "7", 1, channel=channel))
+    assert store.count_rows("feedback") == store.count_rows("feedback_acts") == 0  # nothing stored
+    assert store.record_feedback(FeedbackEvent(answer_id, "telegram", "7", 1, channel="-100")).changed
+    assert store.current_rating(answer_id, "7") == 1
+
+
 def test_rated_answers_filters_by_time_and_sign(store):
     answer_id = answer(store)
-    store.record_feedback(FeedbackEvent(answer_id, "slack", "A", 1, at=T0))
-    store.record_feedback(FeedbackEvent(answer_id, "slack", "B", -1, at=T0 + timedelta(days=3)))
+    store.record_feedback(FeedbackEvent(answer_id, "telegram", "A", 1, at=T0))
+    store.record_feedback(FeedbackEvent(answer_id, "telegram", "B", -1, at=T0 + timedelta(days=3)))
     assert [r.rater for r in store.rated_answers(since=T0 + timedelta(days=1))] == ["B"]
     assert [r.rater for r in store.rated_answers(rating=1)] == ["A"]
     assert store.rated_answers()[0].answer.id == answer_id

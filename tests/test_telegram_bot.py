@@ -19,7 +19,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from adapters.telegram import TelegramConfig
-from adapters.telegram.handlers import FAILED, NOT_TEXT, PLACEHOLDER
+from adapters.telegram.handlers import FAILED, NOT_SHOWN_HERE, NOT_TEXT, PLACEHOLDER
 from bot.metrics import Metrics
 from bot.serve_telegram import TelegramServer, build_telegram_server
 from core.conversation import IncomingMessage
@@ -428,6 +428,34 @@ def test_buttons_record_feedback_and_every_callback_is_answered(tmp_path, fake):
         assert "no longer know" in texts["cbq-5"] and "no longer supported" in texts["cbq-6"]
         assert bot.store.current_rating(answer_id, "4242") == 1
         assert [(c.rating, c.source) for c in bot.store.feedback_log(answer_id)] == [(-1, "button"), (1, "button")]
+
+
+def test_a_rating_counts_only_from_the_chat_where_the_answer_was_posted(tmp_path, fake):
+    """Issue 13: a press from chat 611 rating an answer shown in chat 605, a press carrying a Slack
+    answer's id, and a press with no message were all stored."""
+    bot = BotProcess(tmp_path, fake)
+    shown_in, elsewhere = private_chat(605), private_chat(611)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=shown_in, text="What is a widget audit?",
+                                  from_user=user(605)))
+        answer = answers_in(fake, 605)[0]
+        answer_id = bot.store.answers()[0].id
+        up = answer["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        slack = bot.service.handle(IncomingMessage("slack", "T1", "C1", "1.0", "U1", "What is a widget audit?", "1.0"))
+        no_message = callback_query(update_id=4, data=up, message_=answer, from_user=user(605))
+        del no_message["callback_query"]["message"]
+        no_message["callback_query"]["inline_message_id"] = "AgAAAB0"
+        fake.push_updates(
+            callback_query(update_id=2, data=up, message_={**answer, "chat": elsewhere}, from_user=user(611)),
+            callback_query(update_id=3, data=f"fb:+:{slack.answer_id}", message_=answer, from_user=user(605)),
+            no_message,
+        )
+        refused = fake.wait_for("answerCallbackQuery", count=3)
+        assert [c.params["text"] for c in refused] == [NOT_SHOWN_HERE] * 3
+        assert bot.store.count_rows("feedback") == bot.store.count_rows("feedback_acts") == 0
+        fake.push_updates(callback_query(update_id=5, data=up, message_=answer, from_user=user(605)))
+        assert "rated 👍" in fake.wait_for("answerCallbackQuery", count=4)[-1].params["text"]
+        assert bot.store.current_rating(answer_id, "605") == 1
 
 
 def test_thumbs_reaction_rates_the_answer_and_removing_it_removes_the_rating(tmp_path, fake):

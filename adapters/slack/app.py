@@ -36,6 +36,7 @@ from adapters.slack.blocks import (
     ACTION_DOWNVOTE,
     ACTION_UPVOTE,
     FEEDBACK_ACTIONS,
+    NOT_SHOWN_HERE_TEXT,
     UNKNOWN_ANSWER_TEXT,
     feedback_acknowledgement,
     render_failure,
@@ -54,6 +55,7 @@ from adapters.slack.tasks import BackgroundTasks
 from adapters.slack.text import rating_for_reaction
 from bot.metrics import Metrics
 from core.conversation import (
+    AnswerNotShownHere,
     ConversationService,
     Delivery,
     FeedbackEvent,
@@ -275,11 +277,11 @@ class SlackBot:
                 answer_id, PLATFORM, event["user"], rating, source="reaction", withdraws=withdraws,
                 at=slack_time(event.get("event_ts")),
                 # Slack's clock orders reactions and clicks alike, however they are processed.
-                order=slack_order(event.get("event_ts")),
+                order=slack_order(event.get("event_ts")), channel=item.get("channel", ""),
             )
             await self._call(self.service.record_feedback, feedback)
-        except UnknownAnswer:
-            log.info("reaction on slack message %s: answer %s is gone", item.get("ts"), answer_id)
+        except (UnknownAnswer, AnswerNotShownHere):
+            log.info("reaction on slack message %s: answer %s is gone or not from here", item.get("ts"), answer_id)
         except Exception:  # a lost rating is logged and counted, never a crash
             log.exception("recording a slack reaction failed")
             self._count_error("slack_feedback")
@@ -290,15 +292,23 @@ class SlackBot:
         channel = (body.get("channel") or {}).get("id") or container.get("channel_id", "")
         message = body.get("message") or {}
         thread = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
+        if not channel:  # a button outside a channel's messages (App Home, a modal): no answer is shown there
+            log.info("slack feedback button without a channel from %s ignored", user)
+            return
         feedback = FeedbackEvent(
             action.get("value", ""), PLATFORM, user, FEEDBACK_ACTIONS[action["action_id"]], source="button",
             at=slack_time(action.get("action_ts")), order=slack_order(action.get("action_ts")),
+            channel=channel,  # the channel of the message the button is on: only its answers count
         )
         try:
             outcome = await self._call(self.service.record_feedback, feedback)
             text = feedback_acknowledgement(outcome.rating or feedback.rating, outcome.changed)
         except UnknownAnswer:
             text = UNKNOWN_ANSWER_TEXT
+        except AnswerNotShownHere:
+            log.info("slack feedback from channel %s for answer %s posted elsewhere: not saved",
+                     channel, feedback.answer_id)
+            text = NOT_SHOWN_HERE_TEXT
         except Exception:  # the clicker is told below
             log.exception("recording a slack button click failed")
             self._count_error("slack_feedback")

@@ -45,6 +45,7 @@ from adapters.telegram.render import (
 from adapters.telegram.recording import UpdateRecorder
 from adapters.telegram.replies import FAILED, PLACEHOLDER, TelegramReplies
 from core.conversation import (
+    AnswerNotShownHere,
     ConversationService,
     Delivery,
     FeedbackEvent,
@@ -60,7 +61,7 @@ log = logging.getLogger(__name__)
 PLATFORM = "telegram"
 WORKSPACE = "telegram"  # Telegram has no workspaces; chat ids are global
 
-__all__ = ["FAILED", "HELP_TEXT", "NOT_TEXT", "PLACEHOLDER", "TelegramHandlers"]
+__all__ = ["FAILED", "HELP_TEXT", "NOT_SHOWN_HERE", "NOT_TEXT", "PLACEHOLDER", "TelegramHandlers"]
 
 HELP_TEXT = (
     "Ask me a question about the regulations (for example: “Do I need a bias audit before using an "
@@ -69,6 +70,7 @@ HELP_TEXT = (
     "In groups, mention me or reply to one of my messages. Rate answers with 👍 / 👎."
 )
 NOT_TEXT = "I can only read text. Please type your question (stickers, photos and files carry no question for me)."
+NOT_SHOWN_HERE = "This button does not belong to an answer in this chat, so the rating was not recorded."
 
 
 class NotifiedError(Exception):
@@ -191,15 +193,25 @@ class TelegramHandlers:
             await query.answer("This button is no longer supported.")
             return
         answer_id, rating = parsed
+        if query.message is None:  # a button on an inline message: no chat the answer could be shown in
+            await query.answer(NOT_SHOWN_HERE)
+            return
         # Telegram's update ids order every act of a bot (presses and reactions) on one clock; the bot's
         # own clock and a reaction's whole-second `date` do not compare.
         event = FeedbackEvent(
-            answer_id=answer_id, platform=PLATFORM, rater=str(query.from_user.id), rating=rating, order=update.update_id
+            answer_id=answer_id, platform=PLATFORM, rater=str(query.from_user.id), rating=rating,
+            order=update.update_id,
+            channel=str(query.message.chat.id),  # only an answer posted in this chat can be rated from it
         )
         try:
             outcome = await asyncio.to_thread(self.service.record_feedback, event)
         except UnknownAnswer:
             await query.answer("I no longer know that answer, so the rating was not recorded.")
+            return
+        except AnswerNotShownHere:
+            log.info("telegram rating from chat %s for answer %s posted elsewhere: not recorded",
+                     event.channel, answer_id)
+            await query.answer(NOT_SHOWN_HERE)
             return
         except Exception:
             await query.answer("Sorry — the rating could not be saved. Please try again.")
@@ -227,10 +239,11 @@ class TelegramHandlers:
         event = FeedbackEvent(
             answer_id=answer_id, platform=PLATFORM, rater=rater, rating=rating, source="reaction", withdraws=withdraws,
             at=change.date, order=update.update_id,  # concurrent updates may be processed out of order
+            channel=str(change.chat.id),
         )
         try:
             await asyncio.to_thread(self.service.record_feedback, event)
-        except UnknownAnswer:
+        except (UnknownAnswer, AnswerNotShownHere):
             log.info("reaction on a message linked to an unknown answer %s", answer_id)
 
     # -- errors ------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from telegram import Bot, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, TelegramError
 
@@ -109,7 +109,9 @@ class TelegramReplies:
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    async def _edit(self, chat: str, message_id: str, text: str, keyboard, *, html: bool = True) -> bool:  # noqa: ANN001
+    async def _edit(
+        self, chat: str, message_id: str, text: str, keyboard: InlineKeyboardMarkup | None, *, html: bool = True
+    ) -> bool:
         """Edit a message; False when it is gone (deleted) so the caller sends anew."""
         try:
             await self.bot.edit_message_text(

@@ -38,6 +38,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
 from core.conversation import (
+    AnswerNotShownHere,
     FeedbackEvent,
     FeedbackOutcome,
     IncomingMessage,
@@ -256,7 +257,9 @@ class ConversationStore:
         m = _MESSAGES
         with self.engine.begin() as conn:
             conn.execute(
-                update(m).where(m.c.id == message_pk, m.c.placeholder_id.is_(None)).values(placeholder_id=placeholder_id)
+                update(m)
+                .where(m.c.id == message_pk, m.c.placeholder_id.is_(None))
+                .values(placeholder_id=placeholder_id)
             )
             return conn.execute(select(m.c.placeholder_id).where(m.c.id == message_pk)).scalar_one()
 
@@ -264,7 +267,9 @@ class ConversationStore:
         """The reply was shown: the lease is complete and nobody takes the message over any more."""
         m = _MESSAGES
         with self.engine.begin() as conn:
-            conn.execute(update(m).where(m.c.id == message_pk, m.c.delivered_at.is_(None)).values(delivered_at=_utcnow()))
+            conn.execute(
+                update(m).where(m.c.id == message_pk, m.c.delivered_at.is_(None)).values(delivered_at=_utcnow())
+            )
 
     def reclaim_messages(
         self, platform: str, holder: str, *, limit: int = 20, exclude: Iterable[int] = ()
@@ -466,6 +471,9 @@ class ConversationStore:
         """Apply one rating act: store it, and set the rater's current rating to the fold of all their
         acts on this answer in platform order (core/ratings.py), atomically with the change's log row.
 
+        Raises UnknownAnswer for an answer id the store does not have, and AnswerNotShownHere for one
+        posted on another platform or in another chat than the act's (`event.channel`, when given).
+
         Acts processed out of order therefore end where the rater left off; a redelivered act (same
         position) is stored once. The outcome is a change only when the rating or its reason changed
         (a double click, a second reaction of the same sign only move the rating's time).
@@ -476,8 +484,15 @@ class ConversationStore:
         order = event.order if event.order is not None else order_from_time(event.at)
         key = (_FEEDBACK.c.answer_id == event.answer_id, _FEEDBACK.c.rater == event.rater)
         with self.engine.begin() as conn:
-            if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == event.answer_id)).first() is None:
+            shown = conn.execute(
+                select(_MESSAGES.c.platform, _MESSAGES.c.channel)
+                .join(_ANSWERS, _ANSWERS.c.message_id == _MESSAGES.c.id)
+                .where(_ANSWERS.c.id == event.answer_id)
+            ).first()
+            if shown is None:
                 raise UnknownAnswer(event.answer_id)
+            if event.platform != shown.platform or (event.channel is not None and event.channel != shown.channel):
+                raise AnswerNotShownHere(event.answer_id)
             now = _utcnow()
             if event.rating != 0 or event.withdraws is not None:
                 # Make sure the row exists, so that the locking read below always has a row to lock (and
