@@ -35,14 +35,12 @@ MAX_CONCURRENT_ANSWERS = 2
 RECOVERY_BATCH = 20
 T = TypeVar("T")
 
-# Lease bookkeeping (claims, placeholder ids, completions, renewals) runs on a thread of its own, never
+# Lease bookkeeping (claims, placeholder ids, completions, renewals) runs on threads of its own, never
 # queued behind answers and other slow work in the default executor: claims are on Slack's ack path, a
 # renewal that waits too long lets a live lease lapse, and the time between a placeholder appearing
 # and its id being stored is the window in which a crash leaves a placeholder Telegram offers no way
-# to find again. One thread: each call is a small transaction (well under a millisecond on SQLite),
-# SQLite serializes writers anyway, and writers contending for its lock back off in sleeps of up to
-# 100 ms (bench/bench_slack_ack.py: ack p99 140-160 ms with one thread, 300-600 ms with four).
-_BOOKKEEPING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hypa-leases")
+# to find again. Each call is a small transaction (well under a millisecond on SQLite).
+_BOOKKEEPING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hypa-leases")
 
 
 async def bookkeeping(fn: Callable[..., T], *args: Any) -> T:
@@ -139,8 +137,8 @@ class LeaseKeeper:
     """Per process: renews the leases it holds, and finishes messages whose lease lapsed.
 
     `start()` runs a recovery pass at once (messages a crashed process claimed and never answered),
-    then renews every third of the lease and sweeps every two thirds of it, so a reply owed by a
-    process that died is resumed within about 1.7 leases by whichever process is alive.
+    then renews and sweeps every third of the lease (a sweep is one indexed query), so a reply owed
+    by a process that died is resumed within about 1.3 leases by whichever process is alive.
     """
 
     def __init__(
@@ -179,20 +177,13 @@ class LeaseKeeper:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
 
-    @property
-    def recovering(self) -> int:
-        """Recovered replies in flight."""
-        return len(self._finishing)
-
     async def _run(self) -> None:
         tick = max(self.service.lease_s, 0.3) / 3
-        ticks = 0
         while True:
-            if self._recovering and ticks % 2 == 0:  # the first pass at once, then every 2/3 lease
+            if self._recovering:  # the first pass at once, then every third of the lease
                 await self._sweep()
             await asyncio.sleep(tick)
             await self._renew()
-            ticks += 1
 
     async def _renew(self) -> None:
         try:
