@@ -482,6 +482,27 @@ def test_a_question_is_recorded_before_slack_gets_its_acknowledgement(bot, fake,
     answer_in_thread(fake, event["channel"], event["ts"])
 
 
+def test_a_live_worker_keeps_its_lease_however_long_the_answer_takes(tmp_path, own_fake):
+    """The lease is renewed while the answer is computed: a retry arriving after several lease times is
+    still dropped, and nothing is taken over."""
+    from tests.crash_bot import SlowGenerator
+
+    fake = own_fake
+    with running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:
+        pipeline = running.components.pipeline
+        pipeline.generator = SlowGenerator(pipeline.generator, 3.0)
+        body = envelope(mention_event(QUESTION))
+        running.slack.send(body)
+        time.sleep(2.0)  # two lease times into the answer
+        running.slack.send(body, retry_num=1)
+        answer_in_thread(fake, body["event"]["channel"], body["event"]["ts"])
+        fake.wait_quiet(1.0)
+        assert len(fake.thread(body["event"]["channel"], body["event"]["ts"])) == 1
+        assert len(fake.calls_to("chat.update")) == 1
+        assert metric(running, 'hypa_lease_takeovers_total{platform="slack"}') == 0
+        assert metric(running, DUPLICATES) == 1
+
+
 def test_a_dead_workers_lease_is_taken_over_and_its_lost_placeholder_becomes_the_answer(tmp_path, own_fake):
     fake = own_fake
     with running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:
