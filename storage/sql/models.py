@@ -159,7 +159,8 @@ class PlatformMessage(Base):
 
 
 class Delivery(Base):
-    """A platform delivery id already handled (Slack event_id, Telegram update_id)."""
+    """A platform delivery id already handled, for replies sent at most once (Telegram update_id of
+    help texts). Questions are claimed as leases on `messages`; rating acts count once by position."""
 
     __tablename__ = "deliveries"
     __table_args__ = (UniqueConstraint("platform", "delivery_id"),)
