@@ -35,6 +35,11 @@ class Metrics:
             "HTTP requests refused before any handling, by path and reason (too_large, bad_signature, ...).",
             ["path", "reason"], registry=self.registry,
         )
+        self.takeovers = Counter(
+            "hypa_lease_takeovers_total",
+            "Replies resumed after the worker answering them stopped renewing its lease (it died), by platform.",
+            ["platform"], registry=self.registry,
+        )
         self.feedback = Counter(
             "hypa_feedback_total", "Feedback events by platform and rating (+1|-1|0 removed).",
             ["platform", "rating"], registry=self.registry,
@@ -59,6 +64,9 @@ class Metrics:
 
     def count_duplicate(self, platform: str) -> None:
         self.requests.labels(platform, "duplicate").inc()
+
+    def count_takeover(self, platform: str) -> None:
+        self.takeovers.labels(platform).inc()
 
     def count_error(self, component: str) -> None:
         self.errors.labels(component).inc()

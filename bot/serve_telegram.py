@@ -82,13 +82,17 @@ def build_telegram_server(
 ) -> TelegramServer:
     """The PTB application (handlers registered) inside the HTTP app that starts and stops it."""
     polling = PollingHealth()  # one log line per failed poll, not a traceback (adapters/telegram/polling.py)
-    application = build_application(config, TelegramHandlers(service, metrics), polling)
-    routes = [webhook_route(application, config.webhook_path, config.webhook_secret)] if config.webhook_mode else []
+    handlers = TelegramHandlers(service, metrics)
+    application = build_application(config, handlers, polling)
+    routes = (
+        [webhook_route(application, config.webhook_path, config.webhook_secret, handlers.recorder)]
+        if config.webhook_mode else []
+    )
     http_app = build_http_app(
         routes=routes,
         readiness=lambda: {"telegram": telegram_ready(application), **readiness()},
         metrics=metrics,
-        lifespan=telegram_lifespan(application, config, polling),
+        lifespan=telegram_lifespan(application, config, handlers, polling),
         max_body_bytes=max_body_bytes,
     )
     return TelegramServer(application, http_app, config)

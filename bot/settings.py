@@ -160,6 +160,12 @@ class Settings(BaseSettings):
     # /readyz reports "answering": false while an answer has been in progress longer than this: the
     # process is alive but its pipeline is stuck. Keep it above the LLM budgets (rewrite + answer).
     answer_stall_s: float = Field(default=180.0, gt=0)
+    # Answering a chat message is a lease, renewed every third of this while the answer is computed;
+    # one not renewed this long (the process died) is taken over by a redelivery or the recovery
+    # sweep, which then shows the answer. Also the longest a crashed answer waits to be resumed.
+    delivery_lease_s: float = Field(default=30.0, ge=1.0, le=3600.0)
+    # The recovery sweep answers messages owed a reply that arrived at most this many hours ago.
+    recovery_window_h: float = Field(default=24.0, gt=0)
 
     # --- Logs --------------------------------------------------------------------------------
     log_format: Literal["json", "text"] = "text"

@@ -351,9 +351,14 @@ class Components:
     @cached_property
     def store(self) -> ConversationStore:
         """The SQL store for threads, answers and feedback (HYPA_DATABASE_URL; migrated on open)."""
+        from datetime import timedelta
+
         from storage.sql import ConversationStore  # SQLAlchemy + Alembic load only when needed
 
-        return ConversationStore(self.settings.sql_url)
+        s = self.settings
+        return ConversationStore(
+            s.sql_url, lease=timedelta(seconds=s.delivery_lease_s), recovery_window=timedelta(hours=s.recovery_window_h)
+        )
 
     @cached_property
     def answer_watch(self) -> AnswerWatch:

@@ -38,6 +38,24 @@ class IncomingMessage:
 
 
 @dataclass(frozen=True)
+class Delivery:
+    """The lease on replying to one message, held by this worker (see ConversationService.claim).
+
+    Answering is at-least-once with an idempotent effect: the lease completes only when the reply is
+    shown (`complete`); if the worker dies first, the lease lapses and a redelivery or the recovery
+    sweep takes it over (`attempt` > 1), finds the placeholder and the answer the earlier attempt
+    stored, and shows that answer instead of a second one.
+    """
+
+    message: IncomingMessage
+    message_pk: int  # the stored message (opaque to adapters)
+    thread_pk: int
+    attempt: int = 1  # 1 = the first claim; more after taking over a lapsed lease
+    placeholder: str = ""  # platform id of the "Looking that up…" message an attempt posted, "" if none
+    answered: bool = False  # an answer is already stored
+
+
+@dataclass(frozen=True)
 class Reply:
     """What the bot says back, normalized. Adapters render text, numbered sources and 👍/👎 controls."""
 
@@ -65,6 +83,14 @@ class FeedbackEvent:
     # For a removal (rating 0) by taking a reaction away: the rating that reaction gave. The rating is
     # removed only if it is still that one, so removing a 👍 reaction does not clear a later 👎 click.
     withdraws: Rating | None = None
+    # The act's position on the platform's clock (core/ratings.py): Slack event_ts / action_ts in
+    # microseconds, Telegram update_id; None = `at` in microseconds (the terminal's clock). Acts are
+    # applied in this order, whatever order they are processed in; the same order twice is one act.
+    order: int | None = None
+    # Where the act was made: the Slack channel of the message the button or reaction is on, the
+    # Telegram chat. A rating counts only from the platform and chat where the answer was posted
+    # (AnswerNotShownHere otherwise). None for callers that are not a chat (the terminal).
+    channel: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,14 +104,50 @@ class UnknownAnswer(LookupError):
     """Feedback or a lookup referred to an answer id the store does not have."""
 
 
-class ConversationService(Protocol):
-    def handle(self, message: IncomingMessage) -> Reply:
-        """Store the message, answer it with the thread's history, store and return the answer.
+class AnswerNotShownHere(LookupError):
+    """A rating for an answer that was not posted on this platform and chat (a button carrying another
+    chat's or another platform's answer id): it is not recorded."""
 
-        Never raises for bad input: an empty or huge message gets a Reply that says what is wrong.
-        A message already answered (same platform/workspace/channel/message_id) returns the stored
-        Reply with `duplicate=True`.
-        """
+
+class ConversationService(Protocol):
+    """What every chat adapter calls. Answers never raise for bad input: an empty or huge message gets
+    a Reply that says what is wrong. (platform, workspace, channel, message_id) identifies a message."""
+
+    # --- replying at least once: the lease on a message (chat adapters) ------------------------
+
+    lease_s: float  # a lease not renewed for this long is taken over
+
+    def claim(self, message: IncomingMessage) -> Delivery | None:
+        """Record the message and take the lease on replying to it; None when the reply was shown
+        already or another live worker holds the lease (a duplicate delivery: counted, dropped)."""
+
+    def answer(self, delivery: Delivery) -> Reply:
+        """The reply to a claimed message: the answer an earlier attempt stored, or a new one (the
+        pipeline runs, the answer is stored). Never raises for bad input or a pipeline failure."""
+
+    def note_placeholder(self, delivery: Delivery, placeholder_id: str) -> str:
+        """Store the placeholder posted for the message; returns the one to use (an earlier attempt's
+        if it stored one first: the caller then deletes its own)."""
+
+    def complete(self, delivery: Delivery) -> None:
+        """The reply is shown: the lease is done, nobody answers the message again."""
+
+    def release(self, delivery: Delivery) -> None:
+        """Stop renewing the lease without completing it (the reply could not be shown): it lapses,
+        and the recovery sweep tries again."""
+
+    def renew_leases(self) -> int:
+        """Renew the leases this worker holds (call every third of `lease_s`)."""
+
+    def reclaim(self, platform: str, limit: int = 20) -> list[Delivery]:
+        """Take over lapsed leases of messages still owed a reply (their worker died); the caller
+        finishes each like a fresh claim."""
+
+    def handle(self, message: IncomingMessage) -> Reply:
+        """claim + answer + complete in one call, for a caller that shows the reply at once (the
+        terminal). A message claimed before returns the stored Reply with `duplicate=True`."""
+
+    # --- feedback, links, threads ----------------------------------------------------------------
 
     def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
         """One current rating per (answer, rater); every change is also appended to a log."""
@@ -99,7 +161,9 @@ class ConversationService(Protocol):
     def claim_delivery(self, platform: str, delivery_id: str) -> bool:
         """True the first time a platform delivery id (Slack event_id, Telegram update_id) is seen.
 
-        Durable (stored), so restarts and several replicas agree on what was already handled.
+        Durable (stored), so restarts and several replicas agree on what was already handled. At most
+        once: for small replies that are better lost in a crash than sent twice (help texts);
+        questions are claimed with `claim` instead.
         """
 
     def thread_for_answer(self, answer_id: str) -> str | None:

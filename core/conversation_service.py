@@ -1,35 +1,41 @@
 """`StoredConversationService`: the `ConversationService` every chat adapter calls.
 
-handle(): record the message (a duplicate delivery gets the stored reply, marked duplicate) ->
-the thread's history from the store -> the answer pipeline -> store the answer with how it was
-made -> Reply. A failure inside the pipeline becomes a stored, counted, clearly worded refusal:
-adapters never see an exception for a question, and users never get silence.
+claim(): record the message and take the lease on replying to it (a duplicate delivery gets None) ->
+answer(): the thread's history from the store -> the answer pipeline -> store the answer with how it
+was made -> Reply -> the adapter shows it -> complete(). The leases this process holds are renewed
+(renew_leases) until completed; those of a process that died lapse and are taken over (reclaim).
+A failure inside the pipeline becomes a stored, counted, clearly worded refusal: adapters never see
+an exception for a question, and users never get silence.
 
 A person in chat waits at most `answer_wait_s` (HYPA_CHAT_ANSWER_WAIT_S) from when the message arrived:
 the pipeline runs inside an answer window (core/llm/answer_window.py). When Claude has not answered by
 then, the reply is the extractive, cited answer, and `Reply.followup` resolves to Claude's answer once
 it arrives (stored under the same answer id, so ratings and the thread's history follow it); the
-adapter shows it in place of the first.
+adapter shows it in place of the first (adapters/delivery.py). The lease completes once the quoted
+answer is shown, not when Claude's arrives: the person has a complete, cited answer by then, and no
+later process could resume Claude's call anyway.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import re
+import threading
 import time
 import unicodedata
+import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from core.answer_watch import AnswerWatch
-from core.conversation import FeedbackEvent, FeedbackOutcome, IncomingMessage, Reply
+from core.conversation import Delivery, FeedbackEvent, FeedbackOutcome, IncomingMessage, Reply
 from core.llm.answer_window import answer_window
 from core.pipeline import AnswerPipeline
 from core.types import PipelineResult
-from storage.sql.records import AnswerRecord, Outcome, StoredAnswer
-from storage.sql.store import ConversationStore
+from storage.sql.records import AnswerRecord, MessageClaim, Outcome, StoredAnswer
+from storage.sql.store import MAX_CLAIM_ATTEMPTS, ConversationStore
 
 if TYPE_CHECKING:  # prometheus_client is only needed by the process that serves metrics
     from bot.metrics import Metrics
@@ -63,6 +69,7 @@ class StoredConversationService:
         log_message_text: bool = False,
         watch: AnswerWatch | None = None,
         answer_wait_s: float | None = None,
+        holder: str | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.store = store
@@ -76,6 +83,15 @@ class StoredConversationService:
         self.watch = watch or AnswerWatch()  # answers in progress: /readyz sees a stuck pipeline
         # None: no window (the pipeline waits for the LLM up to the client's own budget).
         self.answer_wait_s = answer_wait_s
+        # This worker's name on the leases it holds: new for every process, so a restarted bot never
+        # mistakes the leases of the process that died for its own.
+        self.holder = holder or uuid.uuid4().hex
+        self._held: dict[int, Delivery] = {}  # message pk -> lease held (renewed until completed)
+        self._held_lock = threading.Lock()
+
+    @property
+    def lease_s(self) -> float:
+        return self.store.lease.total_seconds()
 
     def collection_for(self, message: IncomingMessage) -> str:
         """The message's workspace (Slack team) or channel (Slack channel, Telegram chat) may have its
@@ -85,28 +101,54 @@ class StoredConversationService:
 
     # --- messages ------------------------------------------------------------------------------
 
-    def handle(self, message: IncomingMessage) -> Reply:
+    def claim(self, message: IncomingMessage) -> Delivery | None:
         text = clean_text(message.text)
-        claim = self.store.claim_message(message, text)
+        claim = self.store.claim_message(message, text, holder=self.holder)
         if not claim.owner:
-            return self._duplicate(message, claim.message_pk)
+            if self.metrics is not None:
+                self.metrics.count_duplicate(message.platform)
+            log.info(
+                "%s message %s/%s %s; delivery dropped", message.platform, message.channel, message.message_id,
+                "already answered" if claim.delivered else "is being answered by a live worker",
+            )
+            return None
+        if claim.attempt > 1:
+            self._count_takeover(message.platform)
+            log.warning(
+                "%s message %s/%s taken over (attempt %d): the worker answering it stopped renewing its lease",
+                message.platform, message.channel, message.message_id, claim.attempt,
+            )
+        return self._hold(_delivery(message, claim))
+
+    def answer(self, delivery: Delivery) -> Reply:
+        stored = self.store.answer_for_message(delivery.message_pk)
+        if stored is not None:  # an earlier attempt answered; its reply was not shown yet
+            return _reply(stored)
+        message = delivery.message
+        text = clean_text(message.text)
+        claim = MessageClaim(delivery.message_pk, delivery.thread_pk, owner=True, attempt=delivery.attempt)
         history = self.store.thread_history(claim.thread_pk, self.history_turns, before_message_pk=claim.message_pk)
         collection = self.collection_for(message)
         started = time.perf_counter()
-        late = None
-        try:
-            with self.watch.answering(), self._window(message) as window:
-                result = self.pipeline.answer(text, history, collection=collection)
-            late = window.late if window is not None else None
-            record = self._record_from_result(result, len(history) // 2, collection)
-        except Exception as exc:
-            log.exception("answering %s message %s failed", message.platform, message.message_id)
-            record = self._record_from_error(text, exc, len(history) // 2, started, collection)
-            result = None
+        result = None
+        late = None  # Claude's answer still to come (the answer window closed first)
+        if delivery.attempt >= MAX_CLAIM_ATTEMPTS:
+            # Every earlier attempt died while answering: this question may be what kills the process.
+            record = self._record_given_up(text, delivery.attempt - 1, len(history) // 2, collection)
+        else:
+            try:
+                with self.watch.answering(), self._window(message) as window:
+                    result = self.pipeline.answer(text, history, collection=collection)
+                late = window.late if window is not None else None
+                record = self._record_from_result(result, len(history) // 2, collection)
+            except Exception as exc:
+                log.exception("answering %s message %s failed", message.platform, message.message_id)
+                record = self._record_from_error(text, exc, len(history) // 2, started, collection)
+                result = None
         stored, created = self.store.store_answer(claim, record)
-        if not created:  # another worker answered this message while we did
-            return self._duplicate(message, claim.message_pk)
-        self._observe(message, stored, result)
+        if not created:  # another worker answered this message while we did: the same reply counts
+            return _reply(stored)
+        self._observe(message, stored, result, given_up=delivery.attempt >= MAX_CLAIM_ATTEMPTS)
         log.info(
             "answered %s/%s message %s: answer %s outcome=%s latency_ms=%.0f%s%s",
             message.platform, message.channel, message.message_id, stored.id, record.outcome,
@@ -152,6 +194,64 @@ class StoredConversationService:
         late.add_done_callback(finish)
         return followup
 
+    def note_placeholder(self, delivery: Delivery, placeholder_id: str) -> str:
+        return self.store.set_placeholder(delivery.message_pk, placeholder_id)
+
+    def complete(self, delivery: Delivery) -> None:
+        try:
+            self.store.mark_delivered(delivery.message_pk)
+        finally:
+            self.release(delivery)
+
+    def release(self, delivery: Delivery) -> None:
+        with self._held_lock:
+            self._held.pop(delivery.message_pk, None)
+
+    def renew_leases(self) -> int:
+        with self._held_lock:
+            held = list(self._held)
+        return self.store.renew_claims(self.holder, held)
+
+    def reclaim(self, platform: str, limit: int = 20) -> list[Delivery]:
+        with self._held_lock:
+            held = list(self._held)
+        deliveries = []
+        for owed in self.store.reclaim_messages(platform, self.holder, limit=limit, exclude=held):
+            message = IncomingMessage(
+                platform=owed.platform, workspace=owed.workspace, channel=owed.channel, thread=owed.thread,
+                user=owed.user, text=owed.text, message_id=owed.message_id, sent_at=owed.sent_at,
+            )
+            self._count_takeover(owed.platform)
+            log.warning(
+                "%s message %s/%s taken over by the recovery sweep (attempt %d): its reply was never shown",
+                owed.platform, owed.channel, owed.message_id, owed.claim.attempt,
+            )
+            deliveries.append(self._hold(_delivery(message, owed.claim)))
+        return deliveries
+
+    def handle(self, message: IncomingMessage) -> Reply:
+        text = clean_text(message.text)
+        claim = self.store.claim_message(message, text, holder=self.holder)
+        if not claim.owner:
+            return self._duplicate(message, claim.message_pk)
+        delivery = self._hold(_delivery(message, claim))
+        try:
+            reply = self.answer(delivery)
+        except BaseException:
+            self.release(delivery)
+            raise
+        self.complete(delivery)  # the caller shows it at once
+        return reply
+
+    def _count_takeover(self, platform: str) -> None:
+        if self.metrics is not None:
+            self.metrics.count_takeover(platform)
+
+    def _hold(self, delivery: Delivery) -> Delivery:
+        with self._held_lock:
+            self._held[delivery.message_pk] = delivery
+        return delivery
+
     def _duplicate(self, message: IncomingMessage, message_pk: int) -> Reply:
         if self.metrics is not None:
             self.metrics.count_duplicate(message.platform)
@@ -185,6 +285,22 @@ class StoredConversationService:
             latency_ms=float(result.timings_ms.get("total", 0.0)),
         )
 
+    def _record_given_up(self, text: str, attempts: int, history_turns: int, collection: str) -> AnswerRecord:
+        return AnswerRecord(
+            question=text,
+            standalone_question=text,
+            text=(
+                f"I could not answer that: answering it was interrupted {attempts} times. "
+                "Please try again, perhaps in other words."
+            ),
+            refused=True,
+            outcome="error",
+            collection=collection,
+            history_turns=history_turns,
+            note=f"error: gave up after {attempts} interrupted attempts",
+            model="none",
+        )
+
     def _record_from_error(
         self, text: str, exc: Exception, history_turns: int, started: float, collection: str
     ) -> AnswerRecord:
@@ -206,19 +322,22 @@ class StoredConversationService:
             latency_ms=(time.perf_counter() - started) * 1000.0,
         )
 
-    def _observe(self, message: IncomingMessage, stored: StoredAnswer, result: PipelineResult | None) -> None:
+    def _observe(
+        self, message: IncomingMessage, stored: StoredAnswer, result: PipelineResult | None, *, given_up: bool = False
+    ) -> None:
         if self.metrics is None:
             return
         if result is None:
             self.metrics.requests.labels(message.platform, "error").inc()
-            self.metrics.count_error("pipeline")
+            self.metrics.count_error("gave_up" if given_up else "pipeline")
         else:
             self.metrics.observe_result(message.platform, result)
 
     # --- feedback, links, deliveries, threads --------------------------------------------------
 
     def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
-        """Raises core.conversation.UnknownAnswer for an answer id the store does not have."""
+        """Raises core.conversation.UnknownAnswer for an answer id the store does not have, and
+        AnswerNotShownHere for an answer posted on another platform or in another chat."""
         if event.reason:
             event = replace(event, reason=clean_text(event.reason))
         outcome = self.store.record_feedback(event)
@@ -245,6 +364,13 @@ class StoredConversationService:
     def ready(self) -> bool:
         """Readiness of what this service owns: the database answers."""
         return self.store.ping()
+
+
+def _delivery(message: IncomingMessage, claim: MessageClaim) -> Delivery:
+    return Delivery(
+        message=message, message_pk=claim.message_pk, thread_pk=claim.thread_pk, attempt=claim.attempt,
+        placeholder=claim.placeholder_id or "", answered=claim.answered,
+    )
 
 
 def _reply(stored: StoredAnswer, *, duplicate: bool = False, followup: Future | None = None) -> Reply:

@@ -4,6 +4,8 @@ The real bots (slack-bolt + slack_sdk, python-telegram-bot) against their fake A
 anthropic SDK against tests/fakes/anthropic_server.py. The client's timeouts are long (20 s a call,
 40 s in all, as a deployment would have them); the chat wait (HYPA_CHAT_ANSWER_WAIT_S) is 1 s. A person
 must see the quoted, cited answer within a few seconds, and Claude's answer in its place once it comes.
+The lease on answering the message (adapters/delivery.py) completes once the quoted answer is shown:
+it does not wait for Claude.
 """
 from __future__ import annotations
 
@@ -54,6 +56,8 @@ def test_slack_shows_the_quoted_answer_within_the_wait_then_updates_it_to_claude
         shown = "\n".join(block_texts(edited.blocks))
         assert "$500" in shown and "has not answered within 1 s" in shown
         assert first_visible_s < WAIT_S + 3.0
+        # The person has a complete answer: the lease is done while Claude is still thinking.
+        slack.wait_for(lambda: bot.store.owed_messages("slack") == [], 5.0, "the lease completed")
         gate.set()  # Claude answers now
         slack.wait_for(lambda: edited.edits >= 2, 10.0, "Claude's answer in place of the quoted one")
         final = "\n".join(block_texts(edited.blocks))
@@ -107,6 +111,7 @@ def test_telegram_shows_the_quoted_answer_within_the_wait_then_edits_it_into_cla
             )[0]
             assert time.monotonic() - sent < WAIT_S + 3.0
             assert "has not answered within 1 s" in first["text"]
+            eventually(lambda: bot.store.owed_messages("telegram") == [], 5.0, "the lease completed before Claude answers")
             gate.set()
             final = eventually(
                 lambda: [m for m in telegram.bot_messages(chat["id"]) if "The provision says so." in m["text"]],
@@ -117,3 +122,35 @@ def test_telegram_shows_the_quoted_answer_within_the_wait_then_edits_it_into_cla
             edits = [c for c in telegram.calls_of("editMessageText") if c.params["message_id"] == first["message_id"]]
             assert len(edits) == 2
             assert final["reply_markup"]["inline_keyboard"][0][0]["callback_data"].endswith(bot.store.answers()[0].id)
+
+
+def test_telegram_claudes_shorter_answer_replaces_a_quoted_answer_of_several_messages(tmp_path, anthropic):
+    """The quoted answer needed several messages (Telegram's 4,096-character limit); Claude's fits in
+    one: the first message is edited into it (with the buttons), the others are deleted."""
+    from tests.test_telegram_bot import LongAnswerGenerator
+
+    gate = threading.Event()
+    anthropic.enqueue(lambda request: held(cites_first_document(request), gate))
+    chat = private_chat(5252)
+    settings = Settings(_env_file=None, data_dir=tmp_path, anthropic_api_key="test-key",
+                        anthropic_base_url=anthropic.base_url, **SLOW_CLIENT)
+    generator = answer_generator_from_settings(settings, LongAnswerGenerator(toy_generator()))
+    with FakeTelegram() as telegram:
+        bot = BotProcess(tmp_path, telegram, generator=generator)
+        bot.service.answer_wait_s = WAIT_S
+        with bot.running():
+            telegram.push_updates(message(update_id=1, message_id=10, chat=chat, text=QUESTION))
+            def shown(*, parts: int | None = None, at_least: int = 1) -> list[dict] | None:
+                messages = telegram.bot_messages(chat["id"])
+                enough = len(messages) == parts if parts is not None else len(messages) >= at_least
+                return messages if enough and messages[-1].get("reply_markup") else None
+
+            quoted = eventually(lambda: shown(at_least=3), 8.0, "the quoted answer's parts")
+            assert "has not answered within 1 s" in "".join(m["text"] for m in quoted)
+            eventually(lambda: bot.store.owed_messages("telegram") == [], 5.0, "the lease completed")
+            gate.set()
+            final = eventually(lambda: shown(parts=1), 10.0, "Claude's answer alone, with the buttons")
+            assert final[0]["message_id"] == quoted[0]["message_id"] and "The provision says so." in final[0]["text"]
+            assert final[0]["reply_markup"]["inline_keyboard"][0][0]["callback_data"].endswith(bot.store.answers()[0].id)
+            deleted = {c.params["message_id"] for c in telegram.calls_of("deleteMessage")}
+            assert deleted == {m["message_id"] for m in quoted[1:]}

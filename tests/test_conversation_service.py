@@ -119,13 +119,64 @@ def test_concurrent_deliveries_of_one_message_produce_one_answer(tmp_path):
 def test_a_dead_workers_claim_is_taken_over_by_a_redelivery(tmp_path):
     service = toy_service(tmp_path)
     msg = message("What is a widget audit?", "100.1")
-    claim = service.store.claim_message(msg)  # a worker claimed it, then died before answering
+    claim = service.store.claim_message(msg, holder="dead")  # a worker claimed it, then died before answering
     in_progress = service.handle(msg)
     assert in_progress.duplicate and in_progress.answer_id == "" and in_progress.note == IN_PROGRESS_NOTE
-    service.store.claim_stale_after = timedelta(seconds=0)
+    service.store.lease = timedelta(seconds=0)
     taken_over = service.handle(msg)
     assert not taken_over.duplicate and taken_over.answer_id
     assert service.store.answer_for_message(claim.message_pk).id == taken_over.answer_id
+
+
+def test_a_claim_is_a_lease_renewed_until_the_reply_is_shown(tmp_path):
+    metrics = Metrics()
+    service = toy_service(tmp_path, metrics=metrics)
+    msg = message("What is the civil penalty?", "100.1")
+    delivery = service.claim(msg)
+    assert delivery is not None and delivery.attempt == 1 and not delivery.answered
+    assert service.claim(msg) is None  # a retry while the lease is held: dropped, counted
+    assert metrics.requests.labels("slack", "duplicate")._value.get() == 1
+    assert service.note_placeholder(delivery, "1700000001.000100") == "1700000001.000100"
+    reply = service.answer(delivery)
+    assert "$500" in reply.text
+    assert service.answer(delivery).answer_id == reply.answer_id  # asked again: the stored answer
+    assert service.renew_leases() == 1  # held until shown...
+    service.complete(delivery)
+    assert service.renew_leases() == 0 and service.store.owed_messages() == []  # ...then done
+    service.store.lease = timedelta(seconds=0)
+    assert service.claim(msg) is None  # shown replies are never taken over
+
+
+def test_a_restarted_process_takes_over_and_shows_the_answer_the_dead_one_stored(tmp_path):
+    dead = toy_service(tmp_path)
+    msg = message("What is the civil penalty?", "100.1")
+    first = dead.claim(msg)
+    dead.note_placeholder(first, "1700000001.000100")
+    stored = dead.answer(first)  # computed and stored; the process dies before showing it
+    restarted = toy_service(tmp_path)  # a new process: its own holder id
+    assert restarted.holder != dead.holder
+    assert restarted.reclaim("slack") == []  # the dead process's lease has not lapsed yet
+    restarted.store.lease = timedelta(seconds=0)
+    (owed,) = restarted.reclaim("slack")
+    assert owed.message == msg and owed.attempt == 2 and owed.placeholder == "1700000001.000100" and owed.answered
+    assert restarted.answer(owed).answer_id == stored.answer_id  # shown as it was, not answered twice
+    assert restarted.store.count_rows("answers") == 1
+
+
+def test_a_question_that_keeps_killing_its_worker_gets_an_apology_on_the_last_attempt(tmp_path):
+    metrics = Metrics()
+    generator = RecordingGenerator(toy_generator())
+    service = toy_service(tmp_path, generator=generator, metrics=metrics)
+    service.store.lease = timedelta(seconds=0)
+    msg = message("What is the civil penalty?", "100.1")
+    service.store.claim_message(msg, holder="dead-1")
+    service.store.claim_message(msg, holder="dead-2")  # takes the lapsed lease over: attempt 2
+    service.store.claim_message(msg, holder="dead-3")  # attempt 3
+    (last,) = service.reclaim("slack")
+    assert last.attempt == 4
+    reply = service.answer(last)
+    assert reply.refused and "interrupted 3 times" in reply.text and generator.calls == []
+    assert metrics.errors.labels("gave_up")._value.get() == 1
 
 
 @pytest.mark.parametrize(

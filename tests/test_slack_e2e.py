@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,9 +16,13 @@ from adapters.slack.blocks import (
     ACTION_DOWNVOTE,
     ACTION_UPVOTE,
     FAILURE_TEXT,
+    NOT_SHOWN_HERE_TEXT,
     PLACEHOLDER_TEXT,
     UNKNOWN_ANSWER_TEXT,
 )
+from adapters.slack.events import BotIdentity, to_incoming
+from adapters.slack.replies import PLACEHOLDER_EVENT
+from core.conversation import IncomingMessage
 from tests.fakes.slack_server import (
     BOT_USER_ID,
     FakeSlack,
@@ -320,6 +325,29 @@ def test_thumbs_reactions_on_the_answer_are_feedback_and_removing_one_clears_it(
         ("UBOB0001", 1, "reaction"), ("UBOB0001", 0, "reaction"), ("UBOB0001", -1, "reaction")]
 
 
+def test_a_click_after_a_reaction_and_its_removal_wins_when_the_removal_is_processed_last(bot, fake):
+    """Issue 13: 👍 reaction, its removal, then a 👍 click; the removal delivered last must not undo the
+    click. Slack times reactions (event_ts) and clicks (action_ts) on one clock."""
+    event, message = ask(bot, fake)
+    answer_id = buttons(message.blocks)[ACTION_UPVOTE]
+    channel = event["channel"]
+    reacted, unreacted, clicked = (f"{time.time() + i * 0.2:.6f}" for i in range(3))
+    bot.slack.send(envelope(reaction_event("reaction_added", "+1", channel=channel, ts=message.ts, user="UDAN0001",
+                                           event_ts=reacted)))
+    fake.wait_for(lambda: bot.store.current_rating(answer_id, "UDAN0001") == 1, 5, "the reaction")
+    bot.slack.send_interaction(block_actions(ACTION_UPVOTE, answer_id, channel=channel, message_ts=message.ts,
+                                             thread_ts=event["ts"], user="UDAN0001", action_ts=clicked))
+    fake.wait_for(lambda: fake.calls_to("chat.postEphemeral"), what="the click's acknowledgement")
+    bot.slack.send(envelope(reaction_event("reaction_removed", "+1", channel=channel, ts=message.ts, user="UDAN0001",
+                                           event_ts=unreacted)))
+    processed = lambda: (bot.store.count_rows("feedback_acts") >= 3  # noqa: E731
+                         or bot.store.current_rating(answer_id, "UDAN0001") != 1)
+    fake.wait_for(processed, 5, "the removal to be processed")
+    assert bot.store.current_rating(answer_id, "UDAN0001") == 1
+    (rated,) = [r for r in bot.store.rated_answers() if r.rater == "UDAN0001"]
+    assert rated.source == "button"
+
+
 def test_button_click_records_the_rating_and_acknowledges_it_to_the_clicker_only(bot, fake):
     event, message = ask(bot, fake)
     answer_id = buttons(message.blocks)[ACTION_DOWNVOTE]
@@ -340,6 +368,33 @@ def test_button_click_records_the_rating_and_acknowledges_it_to_the_clicker_only
     assert click(ACTION_UPVOTE, value="no-such-answer") == UNKNOWN_ANSWER_TEXT
     log = bot.store.feedback_log(answer_id)
     assert [(c.rating, c.source) for c in log] == [(-1, "button"), (1, "button")]
+
+
+def test_a_rating_counts_only_from_the_channel_where_the_answer_was_posted(bot, fake):
+    """Issue 13: a rating is tied to where the answer was shown (the channel of the message the button is on)."""
+    event, message = ask(bot, fake)
+    answer_id = buttons(message.blocks)[ACTION_UPVOTE]
+    telegram = bot.server.bot.service.handle(
+        IncomingMessage("telegram", "telegram", "605", "5", "605", "What is a widget audit?", "5"))
+
+    def click(value: str, channel: str, user: str) -> str:
+        payload = block_actions(ACTION_UPVOTE, value, channel=channel, message_ts=message.ts, thread_ts=event["ts"],
+                                user=user)
+        before = len(fake.calls_to("chat.postEphemeral"))
+        assert bot.slack.send_interaction(payload).status_code == 200
+        return fake.wait_for(lambda: fake.calls_to("chat.postEphemeral")[before:], what="a reply")[0].params["text"]
+
+    assert click(answer_id, "C0ELSEWHERE", "UERIN001") == NOT_SHOWN_HERE_TEXT
+    assert click(telegram.answer_id, event["channel"], "UERIN001") == NOT_SHOWN_HERE_TEXT
+    from_home = block_actions(ACTION_UPVOTE, answer_id, channel="", message_ts=message.ts, user="UERIN001")
+    from_home.pop("channel")
+    from_home["container"] = {"type": "view", "view_id": "V0HOME01"}  # a button in App Home: no channel
+    assert bot.slack.send_interaction(from_home).status_code == 200
+    fake.wait_quiet(0.3)
+    for rated in (answer_id, telegram.answer_id):  # nothing stored for any of the three
+        assert bot.store.current_rating(rated, "UERIN001") == 0 and bot.store.feedback_log(rated) == []
+    assert "recorded" in click(answer_id, event["channel"], "UERIN001")
+    assert bot.store.current_rating(answer_id, "UERIN001") == 1
 
 
 # --- bad input, failures, rate limits --------------------------------------------------------------
@@ -383,34 +438,53 @@ def test_rate_limited_web_api_calls_are_retried_after_retry_after(bot, fake):
 
 
 def test_an_internal_failure_is_told_to_the_user(bot, fake, monkeypatch):
-    def broken(message):
+    def broken(delivery):
         raise RuntimeError("database exploded")
 
     errors = 'hypa_errors_total{component="slack_answer"}'
     errors_before = metric(bot, errors)
-    monkeypatch.setattr(bot.server.bot.service, "handle", broken)
-    _, message = ask(bot, fake)
+    monkeypatch.setattr(bot.server.bot.service, "answer", broken)
+    event, message = ask(bot, fake)
     assert FAILURE_TEXT in shown_text(message.blocks)
+    assert [m.ts for m in fake.thread(event["channel"], event["ts"])] == [message.ts]  # the placeholder became it
     assert metric(bot, errors) - errors_before == 1
+    assert bot.store.owed_messages("slack") == []  # told: the lease is complete
 
 
-def test_a_failing_delivery_claim_still_answers_once(bot, fake, monkeypatch):
-    """The claims are a database write before the answer: if it fails, the user still gets the answer
-    (the service itself refuses to answer one message twice), never silence."""
+@pytest.mark.parametrize(
+    "text, expect",
+    [(42, FAILURE_TEXT), (["a", "list"], FAILURE_TEXT), ({"an": "object"}, FAILURE_TEXT), (None, "Please ask a question")],
+    ids=["number", "list", "object", "null"],
+)
+def test_a_mention_whose_text_is_not_a_string_gets_a_reply_not_silence(bot, fake, text, expect):
+    event = mention_event(QUESTION) | {"text": text}
+    assert bot.slack.send(envelope(event)).status_code == 200
 
-    def broken(platform, delivery_id):
+    def final_reply():
+        shown = fake.thread(event["channel"], event["ts"])
+        return shown if shown and all(m.text != PLACEHOLDER_TEXT for m in shown) else None
+
+    fake.wait_for(final_reply, what="a reply in place of any placeholder")
+    fake.wait_quiet(0.3)
+    (reply,) = fake.thread(event["channel"], event["ts"])  # one message, and no placeholder left
+    assert expect in shown_text(reply.blocks)
+
+
+def test_a_message_that_cannot_be_recorded_gets_an_apology_and_is_counted(bot, fake, monkeypatch):
+    """The lease is a database write before anything is posted: if the database refuses it, the person
+    is told at once instead of waiting on a placeholder that nobody will ever finish."""
+
+    def broken(message):
         raise RuntimeError("database is locked")
 
     errors = 'hypa_errors_total{component="slack_claim"}'
     errors_before = metric(bot, errors)
-    monkeypatch.setattr(bot.server.bot.service, "claim_delivery", broken)
-    event, message = ask(bot, fake)
-    assert "$500" in shown_text(message.blocks)
-    bot.slack.send(envelope(mention_event(QUESTION, ts=event["ts"])), retry_num=1)  # same message again
-    fake.wait_quiet(0.3)
-    assert len(fake.thread(event["channel"], event["ts"])) == 1  # the duplicate's placeholder was removed
-    assert len(fake.calls_to("chat.update")) == 1
-    assert metric(bot, errors) - errors_before == 4  # event id + message key, for each delivery
+    monkeypatch.setattr(bot.server.bot.service, "claim", broken)
+    event = mention_event(QUESTION)
+    bot.slack.send(envelope(event))
+    reply = fake.wait_for(lambda: fake.thread(event["channel"], event["ts"]), what="a reply")[0]
+    assert FAILURE_TEXT in shown_text(reply.blocks) and reply.edits == 0
+    assert metric(bot, errors) - errors_before == 1
 
 
 def test_a_failing_thread_lookup_leaves_the_reply_alone_and_is_counted(bot, fake, monkeypatch):
@@ -439,6 +513,98 @@ def test_when_the_placeholder_cannot_be_updated_the_answer_is_posted_instead(bot
     answer_id = buttons(answer_call.params["blocks"])[ACTION_UPVOTE]
     answer_ts = next(m.ts for m in fake.thread(event["channel"], event["ts"]) if m.blocks and buttons(m.blocks))
     fake.wait_for(lambda: bot.store.answer_for_platform_message("slack", event["channel"], answer_ts) == answer_id)
+
+
+# --- crash recovery: leases ---------------------------------------------------------------------
+
+
+def post_as_a_dead_worker(fake: FakeSlack, event: dict) -> str:
+    """What a process killed right after posting its placeholder leaves: the placeholder in Slack
+    (with the metadata naming the question), its ts never stored."""
+    from slack_sdk import WebClient
+
+    client = WebClient(token=BOT_TOKEN, base_url=fake.base_url)
+    posted = client.chat_postMessage(
+        channel=event["channel"], thread_ts=event["ts"], text=PLACEHOLDER_TEXT,
+        metadata={"event_type": PLACEHOLDER_EVENT, "event_payload": {"question_ts": event["ts"]}},
+    )
+    return posted["ts"]
+
+
+def test_a_question_is_recorded_before_slack_gets_its_acknowledgement(bot, fake, monkeypatch):
+    """Slack does not retry an acknowledged event: a crash right after the 200 must find the message
+    in the database (the recovery sweep answers it), so the 200 goes out only after the claim."""
+    release, recorded = threading.Event(), threading.Event()
+    real_claim = bot.server.bot.service.claim
+
+    def slow_claim(message):
+        assert release.wait(10), "never released"
+        delivery = real_claim(message)
+        recorded.set()
+        return delivery
+
+    monkeypatch.setattr(bot.server.bot.service, "claim", slow_claim)
+    event = mention_event(QUESTION)
+    acked = []
+    sender = threading.Thread(target=lambda: acked.append(bot.slack.send(envelope(event)).status_code))
+    sender.start()
+    time.sleep(0.5)
+    assert acked == []  # held until the message is recorded
+    release.set()
+    sender.join(10)
+    assert acked == [200] and recorded.is_set()
+    answer_in_thread(fake, event["channel"], event["ts"])
+
+
+def test_a_live_worker_keeps_its_lease_however_long_the_answer_takes(tmp_path, own_fake):
+    """The lease is renewed while the answer is computed: a retry arriving after several lease times is
+    still dropped, and nothing is taken over."""
+    from tests.crash_bot import SlowGenerator
+
+    fake = own_fake
+    with running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:
+        pipeline = running.components.pipeline
+        pipeline.generator = SlowGenerator(pipeline.generator, 3.0)
+        body = envelope(mention_event(QUESTION))
+        running.slack.send(body)
+        time.sleep(2.0)  # two lease times into the answer
+        running.slack.send(body, retry_num=1)
+        answer_in_thread(fake, body["event"]["channel"], body["event"]["ts"])
+        fake.wait_quiet(1.0)
+        assert len(fake.thread(body["event"]["channel"], body["event"]["ts"])) == 1
+        assert len(fake.calls_to("chat.update")) == 1
+        assert metric(running, 'hypa_lease_takeovers_total{platform="slack"}') == 0
+        assert metric(running, DUPLICATES) == 1
+
+
+def test_a_dead_workers_lease_is_taken_over_and_its_lost_placeholder_becomes_the_answer(tmp_path, own_fake):
+    fake = own_fake
+    with running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:
+        event = mention_event(QUESTION)
+        incoming = to_incoming(event, "T0TEAM01", BotIdentity(BOT_USER_ID, "BBOT0001"))
+        running.store.claim_message(incoming, holder="a-process-that-died")
+        lost = post_as_a_dead_worker(fake, event)
+        assert running.slack.send(envelope(event), retry_num=1).status_code == 200  # dropped: the lease is live
+        message = answer_in_thread(fake, event["channel"], event["ts"])  # after the lease (1 s) lapsed
+        assert message.ts == lost and "$500" in shown_text(message.blocks)
+        fake.wait_quiet(0.5)
+        assert len(fake.thread(event["channel"], event["ts"])) == 1  # no second placeholder, no second answer
+        assert running.store.owed_messages() == []
+        assert [c.params.get("include_all_metadata") for c in fake.calls_to("conversations.replies")] == ["1"]
+
+
+def test_an_answer_stored_but_never_shown_is_shown_once_after_a_takeover(tmp_path, own_fake):
+    fake = own_fake
+    with running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:
+        event = mention_event(QUESTION)
+        incoming = to_incoming(event, "T0TEAM01", BotIdentity(BOT_USER_ID, "BBOT0001"))
+        dead = running.server.bot.service.__class__(running.components.pipeline, running.store, collection="toy")
+        delivery = dead.claim(incoming)
+        dead.note_placeholder(delivery, post_as_a_dead_worker(fake, event))
+        stored = dead.answer(delivery)  # computed and stored; then the process died before the update
+        message = answer_in_thread(fake, event["channel"], event["ts"])
+        assert buttons(message.blocks)[ACTION_UPVOTE] == stored.answer_id  # that answer, not a new one
+        assert running.store.count_rows("answers") == 1 and fake.calls_to("conversations.replies") == []
 
 
 # --- operations -----------------------------------------------------------------------------------

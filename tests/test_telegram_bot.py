@@ -12,16 +12,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
 from adapters.telegram import TelegramConfig
-from adapters.telegram.handlers import FAILED, NOT_TEXT
+from adapters.telegram.handlers import FAILED, NOT_SHOWN_HERE, NOT_TEXT, PLACEHOLDER
 from bot.metrics import Metrics
 from bot.serve_telegram import TelegramServer, build_telegram_server
+from core.conversation import IncomingMessage
 from core.types import Answer
+from storage.sql.models import Base
 from tests.fakes.telegram_server import (
     BOT_USERNAME,
     FakeTelegram,
@@ -168,7 +171,7 @@ def test_duplicate_update_id_is_answered_once(tmp_path, fake):
         answers_in(fake, CHAT["id"])
         dropped = 'hypa_requests_total{outcome="duplicate",platform="telegram"} 1.0'
         eventually(lambda: dropped in bot.metrics.render().decode(), what="the second delivery dropped")
-        eventually(lambda: bot.store.count_rows("deliveries") == 1 and fake.pending_updates() == 0, what="confirm")
+        eventually(lambda: fake.pending_updates() == 0, what="confirm")
         assert len(fake.calls_of("sendMessage")) == 1
         assert len(bot.store.answers()) == 1
         assert dropped in bot.metrics.render().decode()
@@ -227,24 +230,26 @@ class FailingHandle:
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
-    def handle(self, message):
+    def answer(self, delivery):
         raise RuntimeError("boom in the service")
 
 
 def test_exception_in_a_handler_tells_the_user_and_is_logged(tmp_path, fake, caplog):
     bot = BotProcess(tmp_path, fake, service_wrapper=FailingHandle)
-    with caplog.at_level(logging.ERROR, logger="adapters.telegram.handlers"), bot.running() as client:
+    with caplog.at_level(logging.ERROR, logger="adapters.delivery"), bot.running() as client:
         fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is a widget audit?"))
         answer = answers_in(fake, CHAT["id"])[0]
         assert answer["text"] == FAILED
-        eventually(lambda: any("telegram handler failed" in r.getMessage() for r in caplog.records), what="the log")
-        failure = next(r for r in caplog.records if "telegram handler failed" in r.getMessage())
-        assert "boom in the service" in str(failure.exc_info[1])
-        assert 'hypa_errors_total{component="telegram"} 1.0' in client.get("/metrics").text
+        assert [m["text"] for m in fake.bot_messages(CHAT["id"])] == [FAILED]  # the placeholder became it
+        failed = lambda r: "answering telegram message 10 failed" in r.getMessage()  # noqa: E731
+        eventually(lambda: any(failed(r) for r in caplog.records), what="the log")
+        assert "boom in the service" in str(next(r for r in caplog.records if failed(r)).exc_info[1])
+        assert 'hypa_errors_total{component="telegram_answer"} 1.0' in client.get("/metrics").text
+        eventually(lambda: bot.store.owed_messages("telegram") == [], what="the lease completed")
 
 
 class FailingStoreWrites:
-    """The real service, except that claiming deliveries and linking messages raise (a locked database)."""
+    """The real service, except that linking messages raises (a locked database)."""
 
     def __init__(self, inner):
         self._inner = inner
@@ -252,16 +257,12 @@ class FailingStoreWrites:
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
-    def claim_delivery(self, platform, delivery_id):
-        raise RuntimeError("database is locked")
-
     def link_platform_message(self, *args):
         raise RuntimeError("database is locked")
 
 
 def test_failing_bookkeeping_writes_still_give_exactly_one_answer(tmp_path, fake):
-    """Neither a failed delivery claim nor a failed message link may cost the user the answer, or add an
-    apology next to it."""
+    """A failed message link may not cost the user the answer, or add an apology next to it."""
     bot = BotProcess(tmp_path, fake, service_wrapper=FailingStoreWrites)
     with bot.running() as client:
         fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is the civil penalty for a first violation?"))
@@ -270,9 +271,27 @@ def test_failing_bookkeeping_writes_still_give_exactly_one_answer(tmp_path, fake
         eventually(lambda: fake.pending_updates() == 0, what="the update confirmed")
         time.sleep(0.2)
         assert [m["text"] for m in fake.bot_messages(CHAT["id"])] == [answer["text"]]  # no apology as well
-        metrics = client.get("/metrics").text
-        assert 'hypa_errors_total{component="telegram_claim"} 1.0' in metrics
-        assert 'hypa_errors_total{component="telegram_link"} 1.0' in metrics
+        assert 'hypa_errors_total{component="telegram_link"} 1.0' in client.get("/metrics").text
+
+
+class FailingClaims(FailingStoreWrites):
+    """The real service, except that the message cannot be recorded (the database is down)."""
+
+    def claim(self, message):
+        raise RuntimeError("database is locked")
+
+    def link_platform_message(self, *args):
+        return self._inner.link_platform_message(*args)
+
+
+def test_a_question_that_cannot_be_recorded_gets_an_apology_and_is_counted(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake, service_wrapper=FailingClaims)
+    with bot.running() as client:
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        assert answers_in(fake, CHAT["id"])[0]["text"] == FAILED
+        time.sleep(0.2)
+        assert [m["text"] for m in fake.bot_messages(CHAT["id"])] == [FAILED]  # no placeholder was left
+        assert 'hypa_errors_total{component="telegram_claim"} 1.0' in client.get("/metrics").text
 
 
 def test_handling_does_not_block_other_chats(tmp_path, fake):
@@ -350,7 +369,7 @@ def test_group_answers_only_mentions_and_replies_and_follow_ups_use_the_thread(t
     bot = BotProcess(tmp_path, fake)
     with bot.running():
         fake.push_updates(message(update_id=1, message_id=100, chat=GROUP, text="How must a seller notify buyers?"))
-        eventually(lambda: bot.store.count_rows("deliveries") == 1 and fake.pending_updates() == 0, what="update 1")
+        eventually(lambda: fake.pending_updates() == 0, what="update 1")
         first_q = f"@{BOT_USERNAME} I want to know how a seller must notify buyers."
         fake.push_updates(_mention(2, 101, first_q))
         first = answers_in(fake, GROUP["id"])[0]
@@ -411,6 +430,34 @@ def test_buttons_record_feedback_and_every_callback_is_answered(tmp_path, fake):
         assert [(c.rating, c.source) for c in bot.store.feedback_log(answer_id)] == [(-1, "button"), (1, "button")]
 
 
+def test_a_rating_counts_only_from_the_chat_where_the_answer_was_posted(tmp_path, fake):
+    """Issue 13: a press from chat 611 rating an answer shown in chat 605, a press carrying a Slack
+    answer's id, and a press with no message were all stored."""
+    bot = BotProcess(tmp_path, fake)
+    shown_in, elsewhere = private_chat(605), private_chat(611)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=shown_in, text="What is a widget audit?",
+                                  from_user=user(605)))
+        answer = answers_in(fake, 605)[0]
+        answer_id = bot.store.answers()[0].id
+        up = answer["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        slack = bot.service.handle(IncomingMessage("slack", "T1", "C1", "1.0", "U1", "What is a widget audit?", "1.0"))
+        no_message = callback_query(update_id=4, data=up, message_=answer, from_user=user(605))
+        del no_message["callback_query"]["message"]
+        no_message["callback_query"]["inline_message_id"] = "AgAAAB0"
+        fake.push_updates(
+            callback_query(update_id=2, data=up, message_={**answer, "chat": elsewhere}, from_user=user(611)),
+            callback_query(update_id=3, data=f"fb:+:{slack.answer_id}", message_=answer, from_user=user(605)),
+            no_message,
+        )
+        refused = fake.wait_for("answerCallbackQuery", count=3)
+        assert [c.params["text"] for c in refused] == [NOT_SHOWN_HERE] * 3
+        assert bot.store.count_rows("feedback") == bot.store.count_rows("feedback_acts") == 0
+        fake.push_updates(callback_query(update_id=5, data=up, message_=answer, from_user=user(605)))
+        assert "rated 👍" in fake.wait_for("answerCallbackQuery", count=4)[-1].params["text"]
+        assert bot.store.current_rating(answer_id, "605") == 1
+
+
 def test_thumbs_reaction_rates_the_answer_and_removing_it_removes_the_rating(tmp_path, fake):
     bot = BotProcess(tmp_path, fake)
     with bot.running():
@@ -425,9 +472,119 @@ def test_thumbs_reaction_rates_the_answer_and_removing_it_removes_the_rating(tmp
         assert [(c.rating, c.source) for c in bot.store.feedback_log(answer_id)] == [(1, "reaction"), (0, "reaction")]
         # a reaction on a message that is not an answer is ignored
         fake.push_updates(reaction(update_id=4, chat=CHAT, message_id=10, old=[], new=["👎"]))
-        eventually(lambda: bot.store.count_rows("deliveries") == 4, what="update 4")
-        time.sleep(0.1)
+        eventually(lambda: fake.pending_updates() == 0, what="update 4")
+        time.sleep(0.3)
         assert len(bot.store.feedback_log()) == 2
+
+
+def test_a_reaction_just_after_a_click_counts_though_telegram_dates_it_in_whole_seconds(tmp_path, fake):
+    """Issue 13: a 👎 reaction 0.4 s after a 👍 click was dropped: the click was timed by the bot's clock,
+    the reaction by Telegram's whole-second `date`. Update ids order both on Telegram's one clock."""
+    bot = BotProcess(tmp_path, fake)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        answer_id = bot.store.answers()[0].id
+        up = answer["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        clicked_at = time.time()
+        fake.push_updates(callback_query(update_id=2, data=up, message_=answer))
+        fake.wait_for("answerCallbackQuery")
+        assert bot.store.current_rating(answer_id, "4242") == 1
+        thumbs_down = reaction(update_id=3, chat=CHAT, message_id=answer["message_id"], old=[], new=["👎"])
+        thumbs_down["message_reaction"]["date"] = int(clicked_at)  # the same second as the click, truncated
+        fake.push_updates(thumbs_down)
+        eventually(lambda: bot.store.count_rows("feedback_acts") == 2, what="the reaction to be processed")
+        assert bot.store.current_rating(answer_id, "4242") == -1
+
+
+# --- crash recovery: leases ---------------------------------------------------------------------
+
+
+def test_a_reply_shown_just_before_a_crash_is_not_shown_twice(tmp_path, fake):
+    """The process died after editing the placeholder into the answer, before completing the lease:
+    the recovery sweep edits it into the same text, Telegram answers "message is not modified", and
+    that counts as shown (no second message)."""
+    bot = BotProcess(tmp_path, fake)
+    bot.store.lease = timedelta(seconds=1)
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is the civil penalty for a first violation?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        eventually(lambda: bot.store.owed_messages() == [], what="the lease completed")
+        with bot.store.engine.begin() as conn:  # as if the process had died before completing it
+            messages = Base.metadata.tables["messages"]
+            conn.execute(messages.update().values(delivered_at=None, claimed_by="dead",
+                                                  claimed_at=datetime.now(UTC) - timedelta(minutes=1)))
+        eventually(lambda: bot.store.owed_messages() == [], what="the sweep to finish it")
+        edits = fake.calls_of("editMessageText")
+        assert [c.status for c in edits] == [200, 400] and edits[1].params["text"] == answer["text"]
+        assert [m["text"] for m in fake.bot_messages(CHAT["id"])] == [answer["text"]]
+        assert len(bot.store.answers()) == 1
+
+
+def test_a_redelivered_question_whose_worker_died_before_answering_is_answered_in_its_placeholder(tmp_path, fake):
+    bot = BotProcess(tmp_path, fake)
+    bot.store.lease = timedelta(seconds=1)
+    question = message(update_id=1, message_id=10, chat=CHAT, text="What is the civil penalty for a first violation?")
+    incoming = IncomingMessage("telegram", "telegram", str(CHAT["id"]), "10", str(CHAT["id"]),
+                               "What is the civil penalty for a first violation?", "10")
+    claim = bot.store.claim_message(incoming, holder="a-process-that-died")
+    fake.remember_chat(CHAT)
+    placeholder = fake._send({"chat_id": CHAT["id"], "text": PLACEHOLDER})  # posted by the dead process
+    bot.store.set_placeholder(claim.message_pk, str(placeholder["message_id"]))
+    with bot.running():
+        fake.push_updates(question)  # redelivered: taken over (or dropped while the sweep finishes it)
+        answer = answers_in(fake, CHAT["id"])[0]
+        assert answer["message_id"] == placeholder["message_id"] and "$500" in answer["text"]
+        eventually(lambda: bot.store.owed_messages() == [], what="the lease completed")
+        assert len(fake.bot_messages(CHAT["id"])) == 1 and len(bot.store.answers()) == 1
+
+
+class SlowClaims:
+    """The real service, except that recording a question waits until the test releases it."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.release = threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def claim(self, message):
+        assert self.release.wait(10), "never released"
+        return self._inner.claim(message)
+
+
+def test_polling_confirms_a_question_to_telegram_only_once_it_is_recorded(tmp_path, fake):
+    """Telegram forgets an update once the next getUpdates confirms it: a crash in between must not
+    lose the question, so the bot asks for the next batch only after recording this one."""
+    slow = []
+    bot = BotProcess(tmp_path, fake, service_wrapper=lambda s: slow.append(SlowClaims(s)) or slow[0])
+    with bot.running():
+        fake.push_updates(message(update_id=7, message_id=10, chat=CHAT, text="What is a widget audit?"))
+        fake.wait_for("getUpdates", where=lambda c: True)
+        time.sleep(0.5)  # PTB would have confirmed the update by now
+        assert fake.pending_updates() == 1  # not confirmed: the question is not recorded yet
+        slow[0].release.set()
+        eventually(lambda: fake.pending_updates() == 0, what="the confirmation")
+        assert "widget audit" in answers_in(fake, CHAT["id"])[0]["text"]
+
+
+def test_the_webhook_answers_telegram_only_once_the_question_is_recorded(tmp_path, fake):
+    slow = []
+    bot = BotProcess(tmp_path, fake, webhook=True, service_wrapper=lambda s: slow.append(SlowClaims(s)) or slow[0])
+    update = message(update_id=8, message_id=10, chat=CHAT, text="What is a widget audit?")
+    fake.remember_chat(CHAT)
+    with bot.running() as client:
+        posted = []
+        poster = threading.Thread(target=lambda: posted.append(client.post(
+            "/telegram/webhook", json=update, headers={"X-Telegram-Bot-Api-Secret-Token": SECRET})))
+        poster.start()
+        time.sleep(0.5)
+        assert posted == []  # no 200 yet: a crash now and Telegram delivers the update again
+        slow[0].release.set()
+        poster.join(10)
+        assert posted[0].status_code == 200
+        assert "widget audit" in answers_in(fake, CHAT["id"])[0]["text"]
 
 
 # --- webhook mode ---------------------------------------------------------------------------------

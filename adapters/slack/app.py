@@ -1,9 +1,13 @@
 """The Slack bot: a slack-bolt AsyncApp whose listeners feed the ConversationService.
 
 Every event is acknowledged at once (bolt acks Events API requests before running listeners; the
-button listener calls `ack()` first), and the work happens in a tracked background task: post a
-"Looking that up…" placeholder in the thread, answer in a worker thread (the pipeline is CPU-bound
-and the service does blocking database I/O), then `chat.update` the placeholder with the answer.
+button listener calls `ack()` first), and the work happens in a tracked background task: claim the
+message (a lease in the store), post a "Looking that up…" placeholder in the thread, answer in a
+worker thread (the pipeline is CPU-bound and the service does blocking database I/O), `chat.update`
+the placeholder with the answer, and complete the lease (adapters/delivery.py). A lease whose
+process died is taken over by Slack's retry or by the recovery sweep, which finishes the reply.
+When Claude has not answered within HYPA_CHAT_ANSWER_WAIT_S, the quoted answer is shown and
+`chat.update` later puts Claude's in its place.
 
 The same AsyncApp serves HTTP mode (`routes()`, mounted into bot.http_app) and Socket Mode
 (`socket_mode_handler()`), so both modes run exactly the same listeners.
@@ -14,15 +18,13 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -32,35 +34,35 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from adapters.delivery import MAX_CONCURRENT_ANSWERS, is_first_delivery
+from adapters.delivery import MAX_CONCURRENT_ANSWERS, LeaseKeeper, claim, finish_delivery
 from adapters.slack.blocks import (
     ACTION_DOWNVOTE,
     ACTION_UPVOTE,
     FEEDBACK_ACTIONS,
+    NOT_SHOWN_HERE_TEXT,
     UNKNOWN_ANSWER_TEXT,
-    SlackMessage,
     feedback_acknowledgement,
     render_failure,
-    render_placeholder,
-    render_reply,
 )
 from adapters.slack.events import (
     PLATFORM,
     BotIdentity,
     is_answerable_mention,
-    message_key,
     route_message,
+    slack_order,
     slack_time,
     to_incoming,
 )
+from adapters.slack.replies import SlackReplies
 from adapters.slack.request_gate import Refusal, SlackRequestGate
 from adapters.slack.tasks import BackgroundTasks
 from adapters.slack.text import rating_for_reaction
 from bot.metrics import Metrics
 from core.conversation import (
+    AnswerNotShownHere,
     ConversationService,
+    Delivery,
     FeedbackEvent,
-    IncomingMessage,
     Rating,
     UnknownAnswer,
 )
@@ -124,13 +126,16 @@ class SlackBot:
             logger=logging.getLogger("slack_bolt.hypa"),
         )
         self.client = configure_web_client(self.app.client, config)
+        self.replies = SlackReplies(self.client, service, metrics)
+        self.leases = LeaseKeeper(service, PLATFORM, self._finish, metrics=metrics)
         self._register_listeners()
 
     # -- wiring --------------------------------------------------------------------------------
 
     def _register_listeners(self) -> None:
-        self.app.event("app_mention")(self._on_app_mention)
-        self.app.event("message")(self._on_message)
+        # The middleware runs before bolt acknowledges the event (see _record_before_ack).
+        self.app.event("app_mention", middleware=[self._record_before_ack])(self._on_question)
+        self.app.event("message", middleware=[self._record_before_ack])(self._on_question)
         self.app.event("reaction_added")(self._on_reaction_added)
         self.app.event("reaction_removed")(self._on_reaction_removed)
         self.app.action(_FEEDBACK_ACTION_IDS)(self._on_feedback_button)
@@ -169,16 +174,21 @@ class SlackBot:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _app: Any = None):
-        """Starlette lifespan: one pooled HTTP session for Web API calls while serving; on shutdown,
-        stop taking Socket Mode events (unacknowledged ones go to another connection), let answers in
-        flight finish (up to drain_timeout_s), then close the session."""
+        """Starlette lifespan: one pooled HTTP session for Web API calls while serving, and the lease
+        keeper (renewals, and the recovery pass that finishes replies a crashed process owed). On
+        shutdown, stop taking Socket Mode events (unacknowledged ones go to another connection) and
+        leases, let answers in flight finish (up to drain_timeout_s), then close the session. Answers
+        still unfinished then are resumed by the next process (or another replica) when their lease lapses."""
         self.client.session = aiohttp.ClientSession()  # else slack_sdk opens one per API call
+        self.leases.start()
         try:
             yield
             for handler in self._socket_handlers:  # else events keep arriving while we drain, and any
                 await handler.close_async()  # acknowledged after the drain would never be answered
+            self.leases.stop_recovering()
             if not await self.tasks.drain(self.config.drain_timeout_s):
                 log.warning("shutting down with %d Slack answers still in flight", self.tasks.pending)
+            await self.leases.close(self.config.drain_timeout_s)
         finally:
             # Detached before closing: answers still running after a drain timeout then open their own
             # sessions instead of failing on a closed one.
@@ -187,19 +197,19 @@ class SlackBot:
 
     # -- listeners (run after the ack; they only decide and start background work) --------------
 
-    async def _on_app_mention(self, body: dict, event: dict, context) -> None:
-        bot = _identity(context)
-        if is_answerable_mention(event, bot):
-            self.tasks.spawn(self._answer_event(body, event, bot, check_thread=False), name=_task_name(body))
+    async def _record_before_ack(self, body: dict, event: dict, context, next) -> None:  # noqa: A002 - bolt's name
+        """Listener middleware, run before bolt sends Slack its 200: a message to be answered is recorded
+        with its lease now, so once Slack has the acknowledgement (and will not retry), a crash can no
+        longer lose it: the recovery sweep finishes it. What to do next is left in the context."""
+        context[_CLAIMED] = await self._claim_event(body, event, _identity(context))
+        await next()
 
-    async def _on_message(self, body: dict, event: dict, context) -> None:
-        bot = _identity(context)
-        route = route_message(event, bot)
-        if route.action == "ignore":
-            log.debug("slack message %s ignored: %s", body.get("event_id"), route.reason)
-            return
-        check_thread = route.action == "answer_if_bot_thread"
-        self.tasks.spawn(self._answer_event(body, event, bot, check_thread=check_thread), name=_task_name(body))
+    async def _on_question(self, body: dict, event: dict, context) -> None:
+        claimed: _Claimed = context.get(_CLAIMED) or _Claimed()
+        if claimed.delivery is not None:
+            self.tasks.spawn(self._finish(claimed.delivery), name=_task_name(body))
+        elif claimed.failed:
+            self.tasks.spawn(self._apologise_in_thread(event), name=_task_name(body))
 
     async def _on_reaction_added(self, body: dict, event: dict, context) -> None:
         self._start_reaction(body, event, _identity(context), added=True)
@@ -213,79 +223,53 @@ class SlackBot:
 
     # -- answering -------------------------------------------------------------------------------
 
-    async def _answer_event(self, body: dict, event: dict, bot: BotIdentity, *, check_thread: bool) -> None:
+    async def _claim_event(self, body: dict, event: dict, bot: BotIdentity) -> _Claimed:
+        """Whether the event is a question for us and, if so, its lease (nothing for a duplicate)."""
+        if event.get("type") == "app_mention":
+            if not is_answerable_mention(event, bot):
+                return _Claimed()
+            check_thread = False
+        else:
+            route = route_message(event, bot)
+            if route.action == "ignore":
+                log.debug("slack message %s ignored: %s", body.get("event_id"), route.reason)
+                return _Claimed()
+            check_thread = route.action == "answer_if_bot_thread"
         team = body.get("team_id") or event.get("team") or ""
         if check_thread and not await self._is_bot_thread(team, event["channel"], event["thread_ts"]):
-            return
-        # Retries of one delivery share its event_id; the app_mention and message events of one
-        # message share the message key. Either one already taken means someone already answered.
-        if not await self._claim(body.get("event_id")):
-            return
-        if not await self._claim(message_key(team, event)):
-            return
+            return _Claimed()
+        try:
+            incoming = to_incoming(event, team, bot)
+        except Exception:  # a malformed event (e.g. a `text` that is not a string): say so, never silence
+            log.exception("slack event %s could not be read", body.get("event_id"))
+            self._count_error("slack_answer")
+            return _Claimed(failed=True)
+        # Retries of one delivery, and the app_mention and message events of one message, all name
+        # the same message: only the holder of its lease replies (the service logs and counts the rest).
         # (The service logs the question, only when HYPA_LOG_MESSAGE_TEXT is on.)
-        await self._reply(to_incoming(event, team, bot))
+        try:
+            return _Claimed(await claim(self.service, incoming))
+        except Exception:  # the message cannot be recorded (database down): the person hears about it
+            log.exception("recording slack message %s failed", incoming.message_id)
+            self._count_error("slack_claim")
+            return _Claimed(failed=True)
 
-    async def _reply(self, incoming: IncomingMessage) -> None:
-        channel, thread = incoming.channel, incoming.thread
-        placeholder_ts = await self._post(channel, thread, render_placeholder())
+    async def _finish(self, delivery: Delivery) -> None:
+        """Reply to a claimed message (a new one, a retry's takeover, or one the recovery sweep took over)."""
         if self._answer_slots is None:
             self._answer_slots = asyncio.Semaphore(self.config.max_concurrent_answers)
-        try:
-            async with self._answer_slots:
-                reply = await self._call(self.service.handle, incoming)
-        except Exception:  # whatever it was, the user must hear about it
-            log.exception("answering slack message %s failed", incoming.message_id)
-            self._count_error("slack_answer")
-            await self._show(channel, thread, placeholder_ts, render_failure())
-            return
-        if reply.duplicate:  # answered before (e.g. by another replica): post nothing new
-            if placeholder_ts:
-                await self._api("chat.delete", self.client.chat_delete(channel=channel, ts=placeholder_ts))
-            return
-        message = render_reply(reply)
-        if placeholder_ts:
-            # Linked before the update, so a reaction right after the answer appears is not missed.
-            await self._link(reply.answer_id, channel, placeholder_ts)
-        shown_ts = await self._show(channel, thread, placeholder_ts, message)
-        if shown_ts and shown_ts != placeholder_ts:
-            await self._link(reply.answer_id, channel, shown_ts)
-        if reply.followup is not None and shown_ts:
-            # The quoted answer is shown; Claude's replaces it when it arrives (outside the answer slot).
-            self.tasks.spawn(self._show_followup(channel, thread, shown_ts, reply.followup), name="slack-followup")
+        await finish_delivery(
+            self.service, self.replies, delivery, self._answer_slots, platform=PLATFORM, metrics=self.metrics,
+            # Claude's answer arriving after the quoted one: shown by chat.update in a tracked task of its
+            # own (outside the answer slot; the lease is complete by then), which a shutdown drains.
+            later=lambda followup: self.tasks.spawn(followup, name="slack-followup"),
+        )
 
-    async def _show_followup(self, channel: str, thread: str, ts: str, followup: Future) -> None:
-        try:
-            final = await asyncio.wrap_future(followup)
-        except Exception:  # the quoted answer stays: it is a complete answer
-            log.exception("the late answer for slack message %s/%s could not be stored", channel, ts)
-            self._count_error("slack_answer")
-            return
-        shown_ts = await self._show(channel, thread, ts, render_reply(final))
-        if shown_ts and shown_ts != ts:
-            await self._link(final.answer_id, channel, shown_ts)
-
-    async def _show(self, channel: str, thread: str, ts: str | None, message: SlackMessage) -> str | None:
-        """Replace the placeholder with `message`; post it anew if that fails. Returns the message ts."""
-        if ts:
-            updated = await self._api(
-                "chat.update",
-                self.client.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.blocks),
-            )
-            if updated is not None:
-                return ts
-        posted = await self._post(channel, thread, message)
-        if posted is None and message.blocks:
-            # Last resort, e.g. Slack rejected the blocks: the plain text still reaches the user.
-            posted = await self._post(channel, thread, SlackMessage(text=message.text, blocks=[]))
-        return posted
-
-    async def _post(self, channel: str, thread: str, message: SlackMessage) -> str | None:
-        kwargs: dict[str, Any] = {"channel": channel, "thread_ts": thread, "text": message.text}
-        if message.blocks:
-            kwargs["blocks"] = message.blocks
-        response = await self._api("chat.postMessage", self.client.chat_postMessage(**kwargs))
-        return None if response is None else response.get("ts")
+    async def _apologise_in_thread(self, event: dict) -> None:
+        channel, ts = event.get("channel"), event.get("ts")
+        if isinstance(channel, str) and isinstance(ts, str) and channel and ts:
+            thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
+            await self.replies.post(channel, thread or ts, render_failure())
 
     # -- feedback ----------------------------------------------------------------------------------
 
@@ -302,8 +286,7 @@ class SlackBot:
         )
 
     async def _record_reaction(self, body: dict, event: dict, rating: Rating, *, withdraws: Rating | None) -> None:
-        if not await self._claim(body.get("event_id")):
-            return
+        # A retried event is the same act (same event_ts): the store applies it once.
         item = event["item"]
         answer_id = None
         try:
@@ -314,11 +297,13 @@ class SlackBot:
                 return  # a reaction on some other message
             feedback = FeedbackEvent(
                 answer_id, PLATFORM, event["user"], rating, source="reaction", withdraws=withdraws,
-                at=slack_time(event.get("event_ts")),  # orders an add and a remove processed out of order
+                at=slack_time(event.get("event_ts")),
+                # Slack's clock orders reactions and clicks alike, however they are processed.
+                order=slack_order(event.get("event_ts")), channel=item.get("channel", ""),
             )
             await self._call(self.service.record_feedback, feedback)
-        except UnknownAnswer:
-            log.info("reaction on slack message %s: answer %s is gone", item.get("ts"), answer_id)
+        except (UnknownAnswer, AnswerNotShownHere):
+            log.info("reaction on slack message %s: answer %s is gone or not from here", item.get("ts"), answer_id)
         except Exception:  # a lost rating is logged and counted, never a crash
             log.exception("recording a slack reaction failed")
             self._count_error("slack_feedback")
@@ -329,15 +314,23 @@ class SlackBot:
         channel = (body.get("channel") or {}).get("id") or container.get("channel_id", "")
         message = body.get("message") or {}
         thread = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
+        if not channel:  # a button outside a channel's messages (App Home, a modal): no answer is shown there
+            log.info("slack feedback button without a channel from %s ignored", user)
+            return
         feedback = FeedbackEvent(
             action.get("value", ""), PLATFORM, user, FEEDBACK_ACTIONS[action["action_id"]], source="button",
-            at=slack_time(action.get("action_ts")),
+            at=slack_time(action.get("action_ts")), order=slack_order(action.get("action_ts")),
+            channel=channel,  # the channel of the message the button is on: only its answers count
         )
         try:
             outcome = await self._call(self.service.record_feedback, feedback)
             text = feedback_acknowledgement(outcome.rating or feedback.rating, outcome.changed)
         except UnknownAnswer:
             text = UNKNOWN_ANSWER_TEXT
+        except AnswerNotShownHere:
+            log.info("slack feedback from channel %s for answer %s posted elsewhere: not saved",
+                     channel, feedback.answer_id)
+            text = NOT_SHOWN_HERE_TEXT
         except Exception:  # the clicker is told below
             log.exception("recording a slack button click failed")
             self._count_error("slack_feedback")
@@ -346,7 +339,7 @@ class SlackBot:
             kwargs: dict[str, Any] = {"channel": channel, "user": user, "text": text}
             if thread:
                 kwargs["thread_ts"] = thread
-            await self._api("chat.postEphemeral", self.client.chat_postEphemeral(**kwargs))
+            await self.replies.api("chat.postEphemeral", self.client.chat_postEphemeral(**kwargs))
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -364,30 +357,18 @@ class SlackBot:
             self._count_error("slack_thread")
             return False
 
-    async def _claim(self, delivery_id: str | None) -> bool:
-        """True unless the delivery was already claimed (fails open: see adapters.delivery)."""
-        return not delivery_id or await is_first_delivery(self.service, PLATFORM, delivery_id, self.metrics)
-
-    async def _link(self, answer_id: str, channel: str, ts: str) -> None:
-        try:
-            await self._call(self.service.link_platform_message, answer_id, PLATFORM, channel, ts)
-        except Exception:  # the answer is shown; only reactions on it would be missed
-            log.exception("linking answer %s to slack message %s failed", answer_id, ts)
-            self._count_error("slack_link")
-
-    async def _api(self, method: str, call: Awaitable[Any]) -> Any | None:
-        """Await a Web API call; on failure log it, count it and return None (callers fall back)."""
-        try:
-            return await call
-        except (TimeoutError, SlackApiError, SlackClientError, aiohttp.ClientError, OSError) as exc:
-            error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
-            log.error("slack %s failed: %s", method, error)
-            self._count_error("slack_api")
-            return None
-
     def _count_error(self, component: str) -> None:
         if self.metrics is not None:
             self.metrics.count_error(component)
+
+
+_CLAIMED = "hypa_claimed"  # bolt context key: what _record_before_ack decided
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    delivery: Delivery | None = None  # the lease on answering the message
+    failed: bool = False  # the event could not be read or recorded: the thread gets an apology
 
 
 def _identity(context) -> BotIdentity:

@@ -139,3 +139,4 @@ def feedback_acknowledgement(rating: Rating, changed: bool) -> str:
 
 
 UNKNOWN_ANSWER_TEXT = "I could not find that answer any more, so the rating was not saved."
+NOT_SHOWN_HERE_TEXT = "That rating button does not belong to an answer in this channel, so the rating was not saved."

@@ -46,6 +46,17 @@ def slack_time(ts: object) -> datetime:
         return utcnow()
 
 
+def slack_order(ts: object) -> int | None:
+    """A Slack timestamp ("1700000000.123456") as integer microseconds, exactly (no float rounding):
+    the order of rating acts, which Slack times on one clock (`event_ts`, `action_ts`). None if bad."""
+    if not isinstance(ts, str):
+        return None
+    seconds, _, fraction = ts.partition(".")
+    if not seconds.isdigit() or (fraction and not fraction.isdigit()):
+        return None
+    return int(seconds) * 1_000_000 + int((fraction + "000000")[:6])
+
+
 def thread_of(event: dict) -> str:
     """The thread an event's reply belongs in: the root message's ts (a new message starts one)."""
     return event.get("thread_ts") or event["ts"]

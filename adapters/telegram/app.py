@@ -16,6 +16,7 @@ from telegram.ext import AIORateLimiter, Application
 
 from adapters.telegram.handlers import TelegramHandlers
 from adapters.telegram.polling import ObservedPollRequest, PollingHealth
+from adapters.telegram.recording import ConfirmWhenRecorded
 
 # message_reaction is delivered only when asked for explicitly (and callback_query for the buttons).
 ALLOWED_UPDATES = [Update.MESSAGE, Update.CALLBACK_QUERY, Update.MESSAGE_REACTION]
@@ -69,17 +70,30 @@ def build_application(
         builder = builder.get_updates_request(ObservedPollRequest(polling))
     application = builder.build()
     handlers.register(application)
+    if application.updater is not None:
+        # Polling confirms a batch (the next getUpdates offset) only once its updates are recorded.
+        application.updater.bot = ConfirmWhenRecorded(application.bot, handlers.recorder)  # type: ignore[assignment]
     return application
 
 
-def telegram_lifespan(application: Application, config: TelegramConfig, polling: PollingHealth | None = None) -> Callable:
-    """A Starlette lifespan: initialize (getMe), start handling, then poll or register the webhook.
+def telegram_lifespan(
+    application: Application,
+    config: TelegramConfig,
+    handlers: TelegramHandlers | None = None,
+    polling: PollingHealth | None = None,
+) -> Callable:
+    """A Starlette lifespan: initialize (getMe), start handling and the lease keeper (its recovery pass
+    finishes replies a crashed process owed), then poll or register the webhook. On shutdown, stop
+    taking updates, let answers in flight finish, then stop renewing leases.
     A failed poll is one log line through `polling` (PTB's own callback logs a traceback each time)."""
 
     @asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
         async with application:  # initialize() ... shutdown()
             await application.start()
+            leases = handlers.lease_keeper(application) if handlers is not None else None
+            if leases is not None:
+                leases.start()
             try:
                 if config.webhook_mode:
                     await application.bot.set_webhook(
@@ -95,7 +109,11 @@ def telegram_lifespan(application: Application, config: TelegramConfig, polling:
             finally:
                 if application.updater is not None and application.updater.running:
                     await application.updater.stop()
-                await application.stop()
+                if leases is not None:
+                    leases.stop_recovering()
+                await application.stop()  # waits for the updates being handled
+                if leases is not None:
+                    await leases.close()
 
     return lifespan
 

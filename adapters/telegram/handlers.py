@@ -8,22 +8,27 @@ service, so it survives restarts).
 
 The service is synchronous and CPU/IO bound (retrieval, generation, SQL), so every call runs in a
 worker thread (`asyncio.to_thread`) and the event loop keeps serving other chats.
+
+A question is claimed as a lease before the placeholder is sent and completed only once the answer
+is shown (adapters/delivery.py), so a redelivered update is dropped while its answer is owed by a
+live process, and taken over — or finished by the recovery sweep — when that process died.
+When Claude has not answered within HYPA_CHAT_ANSWER_WAIT_S, the quoted answer is shown and edited
+into Claude's when it arrives (editMessageText, TelegramReplies.replace_shown).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
-from concurrent.futures import Future
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from telegram import Chat, Message, MessageEntity, ReactionTypeEmoji, Update
-from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, TelegramError
+from telegram import Bot, Chat, Message, MessageEntity, ReactionTypeEmoji, Update
+from telegram.constants import ParseMode
+from telegram.error import TelegramError
 from telegram.ext import (
     Application,
-    ApplicationHandlerStop,
     CallbackQueryHandler,
     CommandHandler,
     ContextTypes,
@@ -33,19 +38,21 @@ from telegram.ext import (
     filters,
 )
 
-from adapters.delivery import MAX_CONCURRENT_ANSWERS, is_first_delivery
+from adapters.delivery import MAX_CONCURRENT_ANSWERS, LeaseKeeper, claim, finish_delivery, is_first_delivery
 from adapters.telegram.render import (
     THUMBS_DOWN,
     THUMBS_UP,
     parse_feedback_callback,
     render_plain,
-    render_reply,
 )
+from adapters.telegram.recording import UpdateRecorder
+from adapters.telegram.replies import FAILED, PLACEHOLDER, TelegramReplies
 from core.conversation import (
+    AnswerNotShownHere,
     ConversationService,
+    Delivery,
     FeedbackEvent,
     IncomingMessage,
-    Reply,
     UnknownAnswer,
 )
 
@@ -57,7 +64,8 @@ log = logging.getLogger(__name__)
 PLATFORM = "telegram"
 WORKSPACE = "telegram"  # Telegram has no workspaces; chat ids are global
 
-PLACEHOLDER = "⏳ Looking that up in the regulations…"
+__all__ = ["FAILED", "HELP_TEXT", "NOT_SHOWN_HERE", "NOT_TEXT", "PLACEHOLDER", "TelegramHandlers"]
+
 HELP_TEXT = (
     "Ask me a question about the regulations (for example: “Do I need a bias audit before using an "
     "automated employment decision tool?”). I answer with numbered sources.\n\n"
@@ -65,7 +73,7 @@ HELP_TEXT = (
     "In groups, mention me or reply to one of my messages. Rate answers with 👍 / 👎."
 )
 NOT_TEXT = "I can only read text. Please type your question (stickers, photos and files carry no question for me)."
-FAILED = "Sorry — something went wrong while answering. Please try again in a moment."
+NOT_SHOWN_HERE = "This button does not belong to an answer in this chat, so the rating was not recorded."
 
 
 class NotifiedError(Exception):
@@ -77,12 +85,15 @@ class TelegramHandlers:
     service: ConversationService
     metrics: Metrics | None = None
     max_concurrent_answers: int = MAX_CONCURRENT_ANSWERS  # see adapters/delivery.py
+    # Updates fetched or received and not yet recorded: Telegram is told about them only after (recording.py).
+    recorder: UpdateRecorder = field(default_factory=UpdateRecorder)
     # Created on the serving event loop at the first question.
     _answer_slots: asyncio.Semaphore | None = field(default=None, init=False, repr=False)
 
     def register(self, application: Application) -> None:
-        # Group -1 runs first for every update: a delivery seen before stops here.
-        application.add_handler(TypeHandler(Update, self.claim_delivery), group=-1)
+        # Group 1 runs after the handlers of group 0 are done with an update: it is recorded then (a
+        # question is recorded earlier, as soon as it is claimed: its handler runs until it is answered).
+        application.add_handler(TypeHandler(Update, self._recorded), group=1)
         application.add_handler(CommandHandler(["start", "help"], self.on_help))
         application.add_handler(CallbackQueryHandler(self.on_callback))
         application.add_handler(MessageReactionHandler(self.on_reaction))
@@ -91,19 +102,20 @@ class TelegramHandlers:
         application.add_handler(MessageHandler(new_messages & ~filters.COMMAND, self.on_message))
         application.add_error_handler(self.on_error)
 
-    # -- every update ------------------------------------------------------------------------------
-
-    async def claim_delivery(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Drop an update seen before. Fails open (adapters.delivery): raising here would send the user an
-        apology from the error handler while PTB goes on to answer the update regardless."""
-        if not await is_first_delivery(self.service, PLATFORM, str(update.update_id), self.metrics):
-            raise ApplicationHandlerStop
-
     # -- messages ----------------------------------------------------------------------------------
+
+    async def _recorded(self, update: object, context: ContextTypes.DEFAULT_TYPE | None = None) -> None:
+        if isinstance(update, Update):
+            self.recorder.recorded(update.update_id)
+
+    async def _first_delivery(self, update: Update) -> bool:
+        """At most once, for replies that are not answers (help, "text only"): a redelivered update
+        gets nothing. Questions are claimed as leases instead (`claim`)."""
+        return await is_first_delivery(self.service, PLATFORM, str(update.update_id), self.metrics)
 
     async def on_help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.effective_message
-        if message is not None:
+        if message is not None and await self._first_delivery(update):
             for part in render_plain(HELP_TEXT):
                 await message.reply_text(part, parse_mode=ParseMode.HTML, do_quote=True)
 
@@ -122,7 +134,8 @@ class TelegramHandlers:
         if not (private or mentions_bot(message, bot_id, bot_username) or replies_to_bot(message, bot_id)):
             return
         if message.text is None and message.caption is None:
-            await message.reply_text(NOT_TEXT, do_quote=True)
+            if await self._first_delivery(update):
+                await message.reply_text(NOT_TEXT, do_quote=True)
             return
         question = question_text(message, bot_username)
         thread = await self._thread_of(message, bot_id)
@@ -131,28 +144,44 @@ class TelegramHandlers:
             user=str(message.from_user.id), text=question, message_id=str(message.message_id),
             sent_at=message.date,
         )
-        if private:  # in groups every request counts against ~20 messages/minute: the placeholder is enough
-            try:
-                await context.bot.send_chat_action(chat.id, ChatAction.TYPING)
-            except TelegramError:  # only a hint that we are working: never worth losing the answer
-                log.warning("sendChatAction failed in chat %s", chat.id, exc_info=True)
-        placeholder = await message.reply_text(PLACEHOLDER, do_quote=True)
         try:
-            if self._answer_slots is None:
-                self._answer_slots = asyncio.Semaphore(self.max_concurrent_answers)
-            async with self._answer_slots:
-                reply = await asyncio.to_thread(self.service.handle, incoming)
-            if reply.duplicate:  # answered before (another delivery of the same message)
-                await _delete_quietly(placeholder)
-                return
-            shown = await self._deliver(reply, placeholder, message)
-        except Exception as exc:
-            await _replace_or_send(placeholder, message, FAILED)
-            raise NotifiedError(f"answering telegram message {chat.id}/{message.message_id} failed") from exc
-        if reply.followup is not None:
-            # The quoted answer is shown; Claude's replaces it when it arrives. A task PTB tracks (and
-            # awaits on shutdown), so this handler returns and the next update is not held up.
-            context.application.create_task(self._show_followup(reply.followup, shown, message), update=update)
+            delivery = await claim(self.service, incoming)
+            await self._recorded(update)  # in the database with its lease: safe to acknowledge to Telegram
+        except Exception as exc:  # the message cannot be recorded (database down): say so, never silence
+            if self.metrics:
+                self.metrics.count_error("telegram_claim")
+            try:
+                await message.reply_text(FAILED, do_quote=True)
+            except TelegramError:
+                log.warning("could not tell the user about the failure", exc_info=True)
+            raise NotifiedError(f"recording telegram message {chat.id}/{message.message_id} failed") from exc
+        if delivery is not None:  # None: a redelivery of a message answered (or being answered) already
+            # Claude's answer arriving after the quoted one is shown by a task PTB tracks (and awaits on
+            # shutdown), so this handler returns once the quoted answer is shown.
+            await self.finish(
+                context.bot, delivery, later=lambda followup: context.application.create_task(followup, update=update)
+            )
+
+    async def finish(
+        self, bot: Bot, delivery: Delivery, *, later: Callable[[Coroutine[Any, Any, None]], object] | None = None
+    ) -> None:
+        """Reply to a claimed message: a new one, a redelivery's takeover, or one the recovery sweep took
+        over. `later` runs the wait for Claude's late answer, if any (default: awaited here)."""
+        if self._answer_slots is None:
+            self._answer_slots = asyncio.Semaphore(self.max_concurrent_answers)
+        replies = TelegramReplies(bot, self.service, self.metrics)
+        await finish_delivery(
+            self.service, replies, delivery, self._answer_slots, platform=PLATFORM, metrics=self.metrics, later=later
+        )
+
+    def lease_keeper(self, application: Application) -> LeaseKeeper:
+        """Renews this process's leases and finishes replies a crashed process owed (see app.py). A late
+        Claude answer to a recovered question is shown by a task PTB tracks, not in the sweep's batch."""
+
+        def finish(delivery: Delivery) -> Coroutine[Any, Any, None]:
+            return self.finish(application.bot, delivery, later=application.create_task)
+
+        return LeaseKeeper(self.service, PLATFORM, finish, metrics=self.metrics)
 
     async def _thread_of(self, message: Message, bot_id: int) -> str:
         """The reply chain's root: the thread of the bot answer replied to, else this message starts one."""
@@ -167,70 +196,6 @@ class TelegramHandlers:
                     return thread
         return str(message.message_id)
 
-    async def _deliver(self, reply: Reply, placeholder: Message, question: Message) -> list[Message]:
-        """The first part replaces the placeholder, later parts follow as replies; buttons go on the last.
-
-        Each message is linked to the answer before (placeholder) or right after it is shown, so a
-        reply or reaction on any part refers to this answer. Returns the messages showing it.
-        """
-        rendered = render_reply(reply)
-        last = len(rendered.parts) - 1
-        await self._link(reply, placeholder)
-        shown = [placeholder]
-        for i, part in enumerate(rendered.parts):
-            keyboard = rendered.keyboard if i == last else None
-            if i == 0:
-                await placeholder.edit_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard)
-            else:
-                sent = await question.reply_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard, do_quote=True)
-                await self._link(reply, sent)
-                shown.append(sent)
-        return shown
-
-    async def _show_followup(self, followup: Future, shown: list[Message], question: Message) -> None:
-        """Edit the messages showing the quoted answer into Claude's (editMessageText), sending or
-        deleting messages when it has more or fewer parts. If it cannot be stored, the quoted stays."""
-        try:
-            final = await asyncio.wrap_future(followup)
-        except Exception:
-            log.exception("the late answer for telegram message %s/%s could not be stored",
-                          question.chat.id, question.message_id)
-            if self.metrics:
-                self.metrics.count_error("telegram_answer")
-            return
-        rendered = render_reply(final)
-        last = len(rendered.parts) - 1
-        try:
-            for i, part in enumerate(rendered.parts):
-                keyboard = rendered.keyboard if i == last else None
-                if i < len(shown):
-                    try:
-                        await shown[i].edit_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard)
-                    except BadRequest as exc:
-                        if "not modified" not in str(exc).lower():  # the same text again is no error
-                            raise
-                else:
-                    sent = await question.reply_text(part, parse_mode=ParseMode.HTML, reply_markup=keyboard, do_quote=True)
-                    await self._link(final, sent)
-            for extra in shown[len(rendered.parts):]:
-                await _delete_quietly(extra)
-        except TelegramError:  # the quoted answer is still shown, and complete: log it, no apology
-            log.warning("showing Claude's answer in telegram chat %s failed", question.chat.id, exc_info=True)
-            if self.metrics:
-                self.metrics.count_error("telegram_answer")
-
-    async def _link(self, reply: Reply, shown: Message) -> None:
-        if not reply.answer_id:
-            return
-        try:
-            await asyncio.to_thread(
-                self.service.link_platform_message, reply.answer_id, PLATFORM, str(shown.chat.id), str(shown.message_id)
-            )
-        except Exception:  # the answer is still shown; only replies/reactions on this message lose their link
-            log.exception("linking answer %s to telegram message %s failed", reply.answer_id, shown.message_id)
-            if self.metrics:
-                self.metrics.count_error("telegram_link")
-
     # -- feedback ----------------------------------------------------------------------------------
 
     async def on_callback(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -243,11 +208,25 @@ class TelegramHandlers:
             await query.answer("This button is no longer supported.")
             return
         answer_id, rating = parsed
-        event = FeedbackEvent(answer_id=answer_id, platform=PLATFORM, rater=str(query.from_user.id), rating=rating)
+        if query.message is None:  # a button on an inline message: no chat the answer could be shown in
+            await query.answer(NOT_SHOWN_HERE)
+            return
+        # Telegram's update ids order every act of a bot (presses and reactions) on one clock; the bot's
+        # own clock and a reaction's whole-second `date` do not compare.
+        event = FeedbackEvent(
+            answer_id=answer_id, platform=PLATFORM, rater=str(query.from_user.id), rating=rating,
+            order=update.update_id,
+            channel=str(query.message.chat.id),  # only an answer posted in this chat can be rated from it
+        )
         try:
             outcome = await asyncio.to_thread(self.service.record_feedback, event)
         except UnknownAnswer:
             await query.answer("I no longer know that answer, so the rating was not recorded.")
+            return
+        except AnswerNotShownHere:
+            log.info("telegram rating from chat %s for answer %s posted elsewhere: not recorded",
+                     event.channel, answer_id)
+            await query.answer(NOT_SHOWN_HERE)
             return
         except Exception:
             await query.answer("Sorry — the rating could not be saved. Please try again.")
@@ -274,16 +253,18 @@ class TelegramHandlers:
         withdraws = None if rating != 0 else (1 if THUMBS_UP in old else -1)
         event = FeedbackEvent(
             answer_id=answer_id, platform=PLATFORM, rater=rater, rating=rating, source="reaction", withdraws=withdraws,
-            at=change.date,  # Telegram's time of the change: concurrent updates may be processed out of order
+            at=change.date, order=update.update_id,  # concurrent updates may be processed out of order
+            channel=str(change.chat.id),
         )
         try:
             await asyncio.to_thread(self.service.record_feedback, event)
-        except UnknownAnswer:
+        except (UnknownAnswer, AnswerNotShownHere):
             log.info("reaction on a message linked to an unknown answer %s", answer_id)
 
     # -- errors ------------------------------------------------------------------------------------
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._recorded(update)  # handled, if badly: no reason to hold Telegram's acknowledgement
         error = context.error
         cause = error.__cause__ if isinstance(error, NotifiedError) and error.__cause__ else error
         log.error("telegram handler failed: %s", error, exc_info=cause)
@@ -341,19 +322,3 @@ def reaction_rating(old: set[str], new: set[str]) -> int | None:
 
 def _emojis(reactions) -> set[str]:
     return {r.emoji for r in reactions if isinstance(r, ReactionTypeEmoji)}
-
-
-async def _delete_quietly(message: Message) -> None:
-    try:
-        await message.delete()
-    except TelegramError:
-        log.debug("placeholder already gone", exc_info=True)
-
-
-async def _replace_or_send(placeholder: Message, question: Message, text: str) -> None:
-    try:
-        await placeholder.edit_text(text)
-    except BadRequest:
-        await question.reply_text(text, do_quote=True)
-    except TelegramError:
-        log.warning("could not tell the user about the failure", exc_info=True)

@@ -8,6 +8,7 @@ from storage.sql.records import (
     FeedbackChange,
     MessageClaim,
     Outcome,
+    OwedMessage,
     RatedAnswer,
     StoredAnswer,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "FeedbackChange",
     "MessageClaim",
     "Outcome",
+    "OwedMessage",
     "RatedAnswer",
     "StoredAnswer",
     "new_answer_id",

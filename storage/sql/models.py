@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -76,12 +77,20 @@ class Thread(Base):
 
 
 class Message(Base):
-    """One incoming user message. The unique key makes a duplicate delivery lose the insert race."""
+    """One incoming user message, and the lease on answering it.
+
+    The unique key makes a duplicate delivery lose the insert race. Answering is at-least-once: a
+    worker holds a lease (`claimed_by`, renewed in `claimed_at`) until the reply is shown
+    (`delivered_at`); a lease not renewed for the store's lease time belonged to a worker that died,
+    and a redelivery or the recovery sweep takes it over (`attempts` + 1).
+    """
 
     __tablename__ = "messages"
     __table_args__ = (
         UniqueConstraint("platform", "workspace", "channel", "message_id"),
         Index("ix_messages_thread_sent", "thread_id", "sent_at"),
+        # The recovery sweep's query: messages of a platform still owed a reply, oldest lease first.
+        Index("ix_messages_owed", "platform", "delivered_at", "claimed_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -94,9 +103,16 @@ class Message(Base):
     text: Mapped[str] = mapped_column(Text)
     sent_at: Mapped[datetime]
     received_at: Mapped[datetime]
-    # When a worker started answering; a claim older than the store's stale limit with no answer
-    # (the worker died) may be taken over by a redelivery.
+    # When the lease was taken or last renewed by its holder.
     claimed_at: Mapped[datetime]
+    # The lease holder (a worker process's random id); NULL for messages stored before leases existed.
+    claimed_by: Mapped[str | None] = mapped_column(String(32))
+    # How many times the message was claimed: 1, plus one per takeover of a lapsed lease.
+    attempts: Mapped[int] = mapped_column(Integer, server_default="1")
+    # The platform message saying "Looking that up…" (Slack ts, Telegram message id), once posted.
+    placeholder_id: Mapped[str | None] = mapped_column(String(128))
+    # When the reply (answer or apology) was shown: the lease is complete. NULL while a reply is owed.
+    delivered_at: Mapped[datetime | None]
 
 
 class AnswerRow(Base):
@@ -143,7 +159,8 @@ class PlatformMessage(Base):
 
 
 class Delivery(Base):
-    """A platform delivery id already handled (Slack event_id, Telegram update_id)."""
+    """A platform delivery id already handled, for replies sent at most once (Telegram update_id of
+    help texts). Questions are claimed as leases on `messages`; rating acts count once by position."""
 
     __tablename__ = "deliveries"
     __table_args__ = (UniqueConstraint("platform", "delivery_id"),)
@@ -169,6 +186,29 @@ class FeedbackRow(Base):
     reason: Mapped[str] = mapped_column(Text)
     rated_at: Mapped[datetime]  # when the rater acted (the event's time)
     updated_at: Mapped[datetime] = mapped_column(index=True)  # when the store recorded it
+
+
+class FeedbackAct(Base):
+    """Every rating act as the platform delivered it (a click, a reaction added or taken away), with
+    its position on the platform's clock. A rater's current rating is the fold of their acts in that
+    order (core/ratings.py), so acts processed out of order end where the rater left off."""
+
+    __tablename__ = "feedback_acts"
+    # One act per position: a redelivered act is stored (and counted) once.
+    __table_args__ = (UniqueConstraint("answer_id", "rater", "act_order"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    answer_id: Mapped[str] = mapped_column(ForeignKey("answers.id"))
+    rater: Mapped[str] = mapped_column(String(128))
+    platform: Mapped[str] = mapped_column(String(32))
+    rating: Mapped[int] = mapped_column(SmallInteger)
+    withdraws: Mapped[int | None] = mapped_column(SmallInteger)
+    source: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text)
+    # Slack event_ts / action_ts in microseconds, Telegram update_id, or the local clock in microseconds.
+    act_order: Mapped[int] = mapped_column(BigInteger)
+    rated_at: Mapped[datetime]
+    recorded_at: Mapped[datetime]
 
 
 class FeedbackLogRow(Base):

@@ -12,13 +12,33 @@ Outcome = Literal["answered", "refused", "invalid", "error"]
 
 @dataclass(frozen=True)
 class MessageClaim:
-    """The result of recording an incoming message."""
+    """The result of recording an incoming message (or of taking over its lapsed lease)."""
 
     message_pk: int
     thread_pk: int
-    # True: this caller recorded the message (or took over a dead worker's claim) and must answer it.
-    # False: another delivery of the same message got there first.
+    # True: this caller holds the lease (it recorded the message, or took over a lease that lapsed)
+    # and owes the reply. False: another delivery of the same message holds it or was answered.
     owner: bool
+    attempt: int = 1  # 1 for the first claim; each takeover adds one
+    placeholder_id: str | None = None  # the placeholder an earlier attempt posted, if any
+    answered: bool = False  # an answer is stored already (an earlier attempt computed it)
+    delivered: bool = False  # the reply was shown (only ever True when owner is False)
+
+
+@dataclass(frozen=True)
+class OwedMessage:
+    """A message whose lease this worker took over by the recovery sweep: the message as it was
+    received (text as stored), and the claim."""
+
+    platform: str
+    workspace: str
+    channel: str
+    thread: str
+    user: str
+    text: str
+    message_id: str
+    sent_at: datetime
+    claim: MessageClaim
 
 
 @dataclass(frozen=True)

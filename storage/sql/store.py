@@ -3,16 +3,22 @@
 Every race the chat platforms can produce is settled by a unique constraint inside one
 transaction, so several threads, processes or replicas sharing the database agree:
 
-- the same message delivered twice -> one `messages` row; only its first recorder answers it;
+- the same message delivered twice -> one `messages` row; only the holder of its lease answers it;
+  a lease completes when the reply is shown, and one not renewed within `lease` (its worker died) is
+  taken over by exactly one redelivery or recovery sweep (a conditional UPDATE);
 - two workers answering one message -> `answers.message_id` is unique, the second gets the first's answer;
 - the same delivery id twice -> one `deliveries` row (`claim_delivery` is True once);
-- concurrent clicks by one rater -> one `feedback` row per (answer, rater), locked while it changes,
-  and each change appended to `feedback_log` in the same transaction.
+- concurrent clicks by one rater -> one `feedback` row per (answer, rater), locked while it changes;
+  every act is kept in `feedback_acts` (once per position on the platform's clock) and the row is the
+  fold of the rater's acts in that order, so acts processed out of order still end on the latest;
+  each change is appended to `feedback_log` in the same transaction.
 """
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,17 +40,20 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
 from core.conversation import (
+    AnswerNotShownHere,
     FeedbackEvent,
     FeedbackOutcome,
     IncomingMessage,
     UnknownAnswer,
 )
+from core.ratings import RatingAct, fold, order_from_time
 from core.types import Citation, Turn
 from storage.sql.engine import make_engine, read_only
 from storage.sql.migrate import upgrade_to_head
 from storage.sql.models import (
     AnswerRow,
     Delivery,
+    FeedbackAct,
     FeedbackLogRow,
     FeedbackRow,
     Message,
@@ -55,6 +64,7 @@ from storage.sql.records import (
     AnswerRecord,
     FeedbackChange,
     MessageClaim,
+    OwedMessage,
     RatedAnswer,
     StoredAnswer,
 )
@@ -62,9 +72,15 @@ from storage.sql.records import (
 # Stored message text is capped (platforms cap it too: Slack 40,000, Telegram 4,096 characters).
 MAX_STORED_TEXT = 50_000
 MAX_REASON_CHARS = 2_000
-# A claimed message with no answer after this long belongs to a worker that died; a redelivery may
-# take it over. Far above any real answer time (the LLM budget is 60 s by default).
-DEFAULT_CLAIM_STALE_AFTER = timedelta(minutes=5)
+# A lease not renewed for this long belongs to a worker that died: a redelivery or the recovery sweep
+# takes it over. Holders renew every third of it (adapters.delivery.LeaseKeeper), so a live worker
+# keeps its lease however long the answer takes. HYPA_DELIVERY_LEASE_S.
+DEFAULT_LEASE = timedelta(seconds=30)
+# Messages received longer ago than this are no longer answered by the recovery sweep.
+DEFAULT_RECOVERY_WINDOW = timedelta(hours=24)
+# A message is claimed at most this often: a question whose answering kills the process every time
+# gets an apology on its last attempt instead of taking the bot down for ever.
+MAX_CLAIM_ATTEMPTS = 4
 # Delivery ids are kept far longer than any platform redelivers (Slack retries within minutes,
 # Telegram keeps an unconfirmed update for 24 hours), then forgotten so the table stays small.
 DEFAULT_DELIVERY_RETENTION = timedelta(days=2)
@@ -78,6 +94,7 @@ _LINKS: Table = PlatformMessage.__table__  # type: ignore[assignment]
 _DELIVERIES: Table = Delivery.__table__  # type: ignore[assignment]
 _FEEDBACK: Table = FeedbackRow.__table__  # type: ignore[assignment]
 _LOG: Table = FeedbackLogRow.__table__  # type: ignore[assignment]
+_ACTS: Table = FeedbackAct.__table__  # type: ignore[assignment]
 
 
 def new_answer_id() -> str:
@@ -100,7 +117,14 @@ def insert_if_absent(conn: Connection, table: Table, values: dict[str, Any]) -> 
     Uses the dialect's own "on conflict do nothing" where there is one (never an exception
     inside the transaction), otherwise a savepoint that absorbs the IntegrityError.
     """
+    return insert_returning_id(conn, table, values) is not None
+
+
+def insert_returning_id(conn: Connection, table: Table, values: dict[str, Any]) -> Any | None:
+    """`insert_if_absent` that returns the new row's primary key (None when the key existed): one
+    statement where the database has RETURNING, so recording a message stays cheap on the ack path."""
     dialect = conn.dialect.name
+    (pk,) = table.primary_key.columns
     if dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
     elif dialect == "postgresql":
@@ -108,16 +132,16 @@ def insert_if_absent(conn: Connection, table: Table, values: dict[str, Any]) -> 
     else:
         try:
             with conn.begin_nested():
-                conn.execute(insert(table).values(**values))
-            return True
+                result = conn.execute(insert(table).values(**values))
+            return values.get(pk.name, result.inserted_primary_key[0])
         except IntegrityError:
-            return False
+            return None
     statement = dialect_insert(table).values(**values).on_conflict_do_nothing()
-    if dialect == "postgresql":
-        # SQLAlchemy adds RETURNING <primary key> to a PostgreSQL INSERT, and psycopg then reports
-        # rowcount -1: ask for the inserted row instead (none comes back when the key existed).
-        return conn.execute(statement.returning(*table.primary_key.columns)).first() is not None
-    return conn.execute(statement).rowcount == 1
+    if conn.dialect.insert_returning:
+        # (PostgreSQL: psycopg reports rowcount -1 for an INSERT … RETURNING, so ask for the row.)
+        return conn.execute(statement.returning(pk)).scalar_one_or_none()
+    result = conn.execute(statement)  # SQLite before 3.35
+    return values.get(pk.name, result.lastrowid) if result.rowcount == 1 else None
 
 
 def _ensure_sqlite_dir(url: str) -> None:
@@ -134,19 +158,36 @@ class ConversationStore:
         url: str,
         *,
         migrate: bool = True,
-        claim_stale_after: timedelta = DEFAULT_CLAIM_STALE_AFTER,
+        lease: timedelta = DEFAULT_LEASE,
+        recovery_window: timedelta = DEFAULT_RECOVERY_WINDOW,
         delivery_retention: timedelta = DEFAULT_DELIVERY_RETENTION,
     ) -> None:
         _ensure_sqlite_dir(url)
         self.url = url
-        self.claim_stale_after = claim_stale_after
+        self.lease = lease
+        self.recovery_window = recovery_window
         self.delivery_retention = delivery_retention
         self.engine = make_engine(url)
+        # SQLite lets one writer in at a time, and a writer that finds its lock taken backs off in
+        # sleeps of up to 100 ms: this process's writers take turns on a lock of ours instead (other
+        # processes on the same file still meet SQLite's). bench/bench_slack_ack.py: with four threads
+        # recording messages on the ack path, p99 went from 300-600 ms to about 150 ms.
+        self._sqlite_writers = threading.Lock() if self.engine.dialect.name == "sqlite" else None
         if migrate:
             upgrade_to_head(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A write transaction (committed on leaving, rolled back on an exception)."""
+        if self._sqlite_writers is None:
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        with self._sqlite_writers, self.engine.begin() as conn:
+            yield conn
 
     def ping(self) -> bool:
         """Readiness: the database answers a trivial query."""
@@ -159,49 +200,146 @@ class ConversationStore:
 
     # --- messages and threads ------------------------------------------------------------------
 
-    def claim_message(self, message: IncomingMessage, text_: str | None = None) -> MessageClaim:
-        """Record an incoming message (its thread too); say whether the caller must answer it.
+    def claim_message(self, message: IncomingMessage, text_: str | None = None, *, holder: str = "") -> MessageClaim:
+        """Record an incoming message (its thread too) and take the lease on answering it, if free.
 
         `text_` is the text to store (the service passes the cleaned text); default: message.text.
+        `holder` names the worker (a process's random id). The caller owns the reply when it recorded
+        the message, or when an earlier claim lapsed (not renewed within `lease`, reply not shown,
+        fewer than MAX_CLAIM_ATTEMPTS claims): then it takes the lease over.
         """
         now = _utcnow()
         body = (message.text if text_ is None else text_)[:MAX_STORED_TEXT]
         key = {"platform": message.platform, "workspace": message.workspace, "channel": message.channel}
-        with self.engine.begin() as conn:
-            insert_if_absent(conn, _THREADS, {**key, "thread_key": message.thread, "created_at": now})
-            thread_pk = conn.execute(
-                select(_THREADS.c.id).where(
-                    *(getattr(_THREADS.c, k) == v for k, v in key.items()),
-                    _THREADS.c.thread_key == message.thread,
-                )
-            ).scalar_one()
-            inserted = insert_if_absent(
+        with self._writing() as conn:
+            thread_pk = insert_returning_id(conn, _THREADS, {**key, "thread_key": message.thread, "created_at": now})
+            if thread_pk is None:
+                thread_pk = conn.execute(
+                    select(_THREADS.c.id).where(
+                        *(getattr(_THREADS.c, k) == v for k, v in key.items()),
+                        _THREADS.c.thread_key == message.thread,
+                    )
+                ).scalar_one()
+            message_pk = insert_returning_id(
                 conn,
                 _MESSAGES,
                 {
                     **key, "message_id": message.message_id, "thread_id": thread_pk, "user": message.user,
                     "text": body, "sent_at": message.sent_at, "received_at": now, "claimed_at": now,
+                    "claimed_by": holder or None, "attempts": 1,
                 },
             )
-            row = conn.execute(
-                select(_MESSAGES.c.id, _MESSAGES.c.thread_id).where(
+            if message_pk is not None:  # new: this caller holds the first lease, nothing is stored yet
+                return MessageClaim(message_pk, thread_pk, owner=True)
+            message_pk = conn.execute(
+                select(_MESSAGES.c.id).where(
                     *(getattr(_MESSAGES.c, k) == v for k, v in key.items()),
                     _MESSAGES.c.message_id == message.message_id,
                 )
-            ).one()
-            if inserted:
-                return MessageClaim(row.id, row.thread_id, owner=True)
-            # A duplicate: take it over only if its worker died before answering.
-            taken = conn.execute(
-                update(_MESSAGES)
-                .where(
-                    _MESSAGES.c.id == row.id,
-                    _MESSAGES.c.claimed_at < now - self.claim_stale_after,
-                    ~exists().where(_ANSWERS.c.message_id == _MESSAGES.c.id),
-                )
-                .values(claimed_at=now)
+            ).scalar_one()
+            owner = self._take_over(conn, message_pk, holder, now)
+            return _claim_of(conn, message_pk, owner=owner)
+
+    def _take_over(self, conn: Connection, message_pk: int, holder: str, now: datetime) -> bool:
+        """Take a lapsed lease: one statement, so of racing redeliveries and sweeps exactly one wins."""
+        m = _MESSAGES
+        return conn.execute(
+            update(m)
+            .where(
+                m.c.id == message_pk,
+                m.c.delivered_at.is_(None),
+                m.c.claimed_at < now - self.lease,
+                m.c.attempts < MAX_CLAIM_ATTEMPTS,
+            )
+            .values(claimed_at=now, claimed_by=holder or None, attempts=m.c.attempts + 1)
+        ).rowcount == 1
+
+    def renew_claims(self, holder: str, message_pks: Iterable[int]) -> int:
+        """The holder is still answering these messages: push their leases forward. Leases another
+        worker took over meanwhile (or completed ones) are left alone. Returns how many were renewed."""
+        pks = sorted(set(message_pks))
+        if not pks or not holder:
+            return 0
+        m = _MESSAGES
+        with self._writing() as conn:
+            return conn.execute(
+                update(m)
+                .where(m.c.id.in_(pks), m.c.claimed_by == holder, m.c.delivered_at.is_(None))
+                .values(claimed_at=_utcnow())
             ).rowcount
-            return MessageClaim(row.id, row.thread_id, owner=taken == 1)
+
+    def set_placeholder(self, message_pk: int, placeholder_id: str) -> str:
+        """Remember the placeholder posted for a message; returns the one that counts: this one, or the
+        one an earlier attempt stored (the caller then removes its own second placeholder)."""
+        m = _MESSAGES
+        with self._writing() as conn:
+            conn.execute(
+                update(m)
+                .where(m.c.id == message_pk, m.c.placeholder_id.is_(None))
+                .values(placeholder_id=placeholder_id)
+            )
+            return conn.execute(select(m.c.placeholder_id).where(m.c.id == message_pk)).scalar_one()
+
+    def mark_delivered(self, message_pk: int) -> None:
+        """The reply was shown: the lease is complete and nobody takes the message over any more."""
+        m = _MESSAGES
+        with self._writing() as conn:
+            conn.execute(
+                update(m).where(m.c.id == message_pk, m.c.delivered_at.is_(None)).values(delivered_at=_utcnow())
+            )
+
+    def reclaim_messages(
+        self, platform: str, holder: str, *, limit: int = 20, exclude: Iterable[int] = ()
+    ) -> list[OwedMessage]:
+        """Take over the lapsed leases of a platform's messages still owed a reply (a worker died
+        answering them), oldest first, at most `limit`. Each takeover is the same conditional UPDATE as
+        a redelivery's, so replicas sweeping together never take one message twice. Messages received
+        before `recovery_window`, or claimed MAX_CLAIM_ATTEMPTS times, are left alone."""
+        now = _utcnow()
+        m, t = _MESSAGES, _THREADS
+        skip = sorted(set(exclude))
+        query = (
+            select(m.c.id)
+            .where(
+                m.c.platform == platform,
+                m.c.delivered_at.is_(None),
+                m.c.claimed_at < now - self.lease,
+                m.c.received_at >= now - self.recovery_window,
+                m.c.attempts < MAX_CLAIM_ATTEMPTS,
+            )
+            .order_by(m.c.claimed_at, m.c.id)
+            .limit(limit)
+        )
+        if skip:
+            query = query.where(m.c.id.not_in(skip))
+        with self.engine.connect() as conn:
+            candidates = list(read_only(conn).execute(query).scalars())
+        owed: list[OwedMessage] = []
+        for pk in candidates:
+            with self._writing() as conn:
+                if not self._take_over(conn, pk, holder, now):
+                    continue  # another replica's sweep or a redelivery was first
+                claim = _claim_of(conn, pk, owner=True)
+                row = conn.execute(
+                    select(m, t.c.thread_key).join(t, t.c.id == m.c.thread_id).where(m.c.id == pk)
+                ).one()
+            owed.append(
+                OwedMessage(
+                    platform=row.platform, workspace=row.workspace, channel=row.channel, thread=row.thread_key,
+                    user=row.user, text=row.text, message_id=row.message_id, sent_at=row.sent_at, claim=claim,
+                )
+            )
+        return owed
+
+    def owed_messages(self, platform: str | None = None) -> list[tuple[str, str, str | None, int]]:
+        """(channel, message_id, placeholder_id, attempts) of every message still owed a reply
+        (diagnostics, tests)."""
+        m = _MESSAGES
+        query = select(m.c.channel, m.c.message_id, m.c.placeholder_id, m.c.attempts).where(m.c.delivered_at.is_(None))
+        if platform is not None:
+            query = query.where(m.c.platform == platform)
+        with self.engine.connect() as conn:
+            return [tuple(r) for r in read_only(conn).execute(query.order_by(m.c.id)).all()]
 
     def _thread_pk(self, platform: str, workspace: str, channel: str, thread: str) -> int | None:
         with self.engine.connect() as conn:
@@ -276,7 +414,7 @@ class ConversationStore:
         for _ in range(3):  # a random id collision (2^-96) is retried, not trusted
             values["id"] = new_answer_id()
             try:
-                with self.engine.begin() as conn:
+                with self._writing() as conn:
                     conn.execute(insert(_ANSWERS).values(**values))
                 break
             except IntegrityError:
@@ -321,7 +459,7 @@ class ConversationStore:
 
     def link_platform_message(self, answer_id: str, platform: str, channel: str, message_id: str) -> None:
         """Idempotent; a platform message already linked keeps its first answer."""
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == answer_id)).first() is None:
                 raise UnknownAnswer(answer_id)
             insert_if_absent(
@@ -344,7 +482,7 @@ class ConversationStore:
         on the way (an index range scan that finds nothing most of the time), so that one row per
         platform event does not pile up for ever."""
         now = _utcnow()
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             _delete_deliveries_before(conn, now - self.delivery_retention)
             return insert_if_absent(
                 conn, _DELIVERIES, {"platform": platform, "delivery_id": delivery_id, "received_at": now}
@@ -352,29 +490,42 @@ class ConversationStore:
 
     def prune_deliveries(self, older_than: timedelta) -> int:
         """Forget delivery ids older than any platform retries (Slack retries for about an hour)."""
-        with self.engine.begin() as conn:
+        with self._writing() as conn:
             return _delete_deliveries_before(conn, _utcnow() - older_than)
 
     # --- feedback ------------------------------------------------------------------------------
 
     def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
-        """Apply one rating event: the current row changes and the change is logged, atomically.
+        """Apply one rating act: store it, and set the rater's current rating to the fold of all their
+        acts on this answer in platform order (core/ratings.py), atomically with the change's log row.
 
-        A repeat of the current state (double click, a second reaction of the same sign) changes
-        nothing and is not logged. A new non-empty reason with the same rating is a change.
+        Raises UnknownAnswer for an answer id the store does not have, and AnswerNotShownHere for one
+        posted on another platform or in another chat than the act's (`event.channel`, when given).
+
+        Acts processed out of order therefore end where the rater left off; a redelivered act (same
+        position) is stored once. The outcome is a change only when the rating or its reason changed
+        (a double click, a second reaction of the same sign only move the rating's time).
         """
         if event.rating not in (-1, 0, 1):
             raise ValueError(f"rating must be -1, 0 or +1, got {event.rating!r}")
         reason = (event.reason or "")[:MAX_REASON_CHARS]
+        order = event.order if event.order is not None else order_from_time(event.at)
         key = (_FEEDBACK.c.answer_id == event.answer_id, _FEEDBACK.c.rater == event.rater)
-        with self.engine.begin() as conn:
-            if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == event.answer_id)).first() is None:
+        with self._writing() as conn:
+            shown = conn.execute(
+                select(_MESSAGES.c.platform, _MESSAGES.c.channel)
+                .join(_ANSWERS, _ANSWERS.c.message_id == _MESSAGES.c.id)
+                .where(_ANSWERS.c.id == event.answer_id)
+            ).first()
+            if shown is None:
                 raise UnknownAnswer(event.answer_id)
+            if event.platform != shown.platform or (event.channel is not None and event.channel != shown.channel):
+                raise AnswerNotShownHere(event.answer_id)
             now = _utcnow()
             if event.rating != 0 or event.withdraws is not None:
-                # Make sure the row exists, so that the locking read below always has a row to lock.
-                # A reaction removed before its addition was processed leaves this row (rating 0 at
-                # the removal's time), so the older addition, processed next, is recognised as stale.
+                # Make sure the row exists, so that the locking read below always has a row to lock (and
+                # concurrent acts of one rater wait for each other). A plain removal with nothing to
+                # remove stores nothing.
                 insert_if_absent(
                     conn,
                     _FEEDBACK,
@@ -384,29 +535,44 @@ class ConversationStore:
             current = conn.execute(
                 select(_FEEDBACK.c.rating, _FEEDBACK.c.reason, _FEEDBACK.c.rated_at).where(*key).with_for_update()
             ).first()
-            previous = 0 if current is None else int(current.rating)
-            reason_changed = bool(reason) and current is not None and reason != current.reason
-            superseded = event.rating == 0 and event.withdraws is not None and previous != event.withdraws
-            # Platforms deliver concurrently: a reaction removed right after it was added may be
-            # processed first. The rater's act with the later platform time wins.
-            out_of_order = current is not None and _as_utc(event.at) < current.rated_at
-            if current is None or superseded or out_of_order or (previous == event.rating and not reason_changed):
+            if current is None:
+                return FeedbackOutcome(event.answer_id, 0, changed=False)
+            stored = insert_if_absent(
+                conn,
+                _ACTS,
+                {"answer_id": event.answer_id, "rater": event.rater, "platform": event.platform, "rating": event.rating,
+                     "withdraws": event.withdraws, "source": event.source, "reason": reason, "act_order": order,
+                     "rated_at": event.at, "recorded_at": now},
+            )
+            previous = int(current.rating)
+            if not stored:  # the same act delivered again
                 return FeedbackOutcome(event.answer_id, previous, changed=False)  # type: ignore[arg-type]
-            stored_reason = reason if event.rating != 0 else ""
+            acts = conn.execute(
+                select(_ACTS).where(_ACTS.c.answer_id == event.answer_id, _ACTS.c.rater == event.rater)
+                .order_by(_ACTS.c.act_order, _ACTS.c.id)
+            ).all()
+            state = fold(
+                RatingAct(a.rating, a.act_order, _as_utc(a.rated_at), a.source, a.reason, a.withdraws) for a in acts
+            )
+            changed = (state.rating, state.reason) != (previous, current.reason)
+            rated_at = state.at or current.rated_at
+            if not changed and rated_at == current.rated_at:
+                return FeedbackOutcome(event.answer_id, previous, changed=False)  # type: ignore[arg-type]
             conn.execute(
                 update(_FEEDBACK).where(*key).values(
-                    rating=event.rating, platform=event.platform, source=event.source, reason=stored_reason,
-                    rated_at=event.at, updated_at=now,
+                    rating=state.rating, platform=event.platform, source=state.source or event.source,
+                    reason=state.reason, rated_at=rated_at, updated_at=now,
                 )
             )
-            conn.execute(
-                insert(_LOG).values(
-                    answer_id=event.answer_id, rater=event.rater, platform=event.platform, rating=event.rating,
-                    previous_rating=previous, source=event.source, reason=stored_reason, rated_at=event.at,
-                    recorded_at=now,
+            if changed:
+                conn.execute(
+                    insert(_LOG).values(
+                        answer_id=event.answer_id, rater=event.rater, platform=event.platform, rating=state.rating,
+                        previous_rating=previous, source=state.source or event.source, reason=state.reason,
+                        rated_at=rated_at, recorded_at=now,
+                    )
                 )
-            )
-        return FeedbackOutcome(event.answer_id, event.rating, changed=True)
+        return FeedbackOutcome(event.answer_id, state.rating, changed=changed)  # type: ignore[arg-type]
 
     def current_rating(self, answer_id: str, rater: str) -> int:
         with self.engine.connect() as conn:
@@ -459,9 +625,24 @@ class ConversationStore:
 
     def count_rows(self, table: str) -> int:
         """Row count of one of the store's tables (diagnostics, tests)."""
-        tables = {t.name: t for t in (_THREADS, _MESSAGES, _ANSWERS, _LINKS, _DELIVERIES, _FEEDBACK, _LOG)}
+        tables = {t.name: t for t in (_THREADS, _MESSAGES, _ANSWERS, _LINKS, _DELIVERIES, _FEEDBACK, _LOG, _ACTS)}
         with self.engine.connect() as conn:
             return int(read_only(conn).execute(select(func.count()).select_from(tables[table])).scalar_one())
+
+
+def _claim_of(conn: Connection, message_pk: int, *, owner: bool) -> MessageClaim:
+    """The claim as the database holds it now (inside the caller's transaction)."""
+    m = _MESSAGES
+    row = conn.execute(
+        select(
+            m.c.thread_id, m.c.attempts, m.c.placeholder_id, m.c.delivered_at,
+            exists().where(_ANSWERS.c.message_id == m.c.id).label("answered"),
+        ).where(m.c.id == message_pk)
+    ).one()
+    return MessageClaim(
+        message_pk, row.thread_id, owner=owner, attempt=int(row.attempts), placeholder_id=row.placeholder_id,
+        answered=bool(row.answered), delivered=row.delivered_at is not None,
+    )
 
 
 def _delete_deliveries_before(conn: Connection, cutoff: datetime) -> int:

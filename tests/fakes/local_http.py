@@ -6,6 +6,7 @@ answers with `send_payload()`.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
@@ -45,6 +46,14 @@ class FakeAPIHandler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout) before the reply
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that dies mid-request (a bot process killed with SIGKILL) is not an error of the fake."""
+
+    def handle_error(self, request, client_address) -> None:  # noqa: ANN001
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class LocalHTTPFake:
     """Serves `_make_handler()` on a free 127.0.0.1 port from start() until stop()."""
 
@@ -66,7 +75,7 @@ class LocalHTTPFake:
         return f"http://{host}:{port}"
 
     def start(self) -> Self:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._make_handler())
+        self._server = _QuietServer(("127.0.0.1", 0), self._make_handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name=self.thread_name, daemon=True

@@ -5,7 +5,8 @@ Two halves, like the real thing:
 * `FakeSlack` — the Web API (`https://slack.com/api/<method>`): point the app's client at it with
   `SLACK_API_BASE_URL=fake.base_url`. It speaks the wire format (form-encoded or JSON bodies,
   `Authorization: Bearer`, `{"ok": ...}` replies, 429 + `Retry-After`), keeps the messages it was
-  sent (so `chat.update` edits and `conversations.replies` reads them) and records every call.
+  sent with their metadata (so `chat.update` edits and `conversations.replies` reads them) and
+  records every call.
   Script failures with `fake.fail_next("chat.postMessage", status=429, retry_after=0)` or
   `fake.fail_next("chat.update", error="msg_too_long")`.
 * `SlackEvents` — Slack's side of the Events API: builds event envelopes and interactivity payloads
@@ -70,6 +71,7 @@ class StoredMessage:
     thread_ts: str | None = None
     user: str = BOT_USER_ID
     edits: int = 0
+    metadata: dict | None = None  # Slack message metadata (event_type, event_payload)
 
 
 class FakeSlack(LocalHTTPFake):
@@ -187,7 +189,8 @@ class FakeSlack(LocalHTTPFake):
             if not (p.get("text") or p.get("blocks")):
                 return {"ok": False, "error": "no_text"}
             ts = self._next_ts()
-            msg = StoredMessage(p["channel"], ts, p.get("text", ""), p.get("blocks") or [], p.get("thread_ts"))
+            msg = StoredMessage(p["channel"], ts, p.get("text", ""), p.get("blocks") or [], p.get("thread_ts"),
+                                metadata=p.get("metadata") if isinstance(p.get("metadata"), dict) else None)
             self.messages[(msg.channel, ts)] = msg
             return {"ok": True, "channel": msg.channel, "ts": ts, "message": _wire(msg)}
         if method == "chat.update":
@@ -209,15 +212,18 @@ class FakeSlack(LocalHTTPFake):
         if method == "conversations.replies":
             found = [m for m in self.messages.values() if m.channel == p.get("channel") and
                      (m.thread_ts == p.get("ts") or m.ts == p.get("ts"))]
-            return {"ok": True, "messages": [_wire(m) for m in sorted(found, key=lambda m: float(m.ts))],
+            metadata = str(p.get("include_all_metadata", "")).lower() in ("1", "true")
+            return {"ok": True, "messages": [_wire(m, metadata) for m in sorted(found, key=lambda m: float(m.ts))],
                     "has_more": False}
         return {"ok": False, "error": "unknown_method"}
 
 
-def _wire(m: StoredMessage) -> dict:
+def _wire(m: StoredMessage, with_metadata: bool = False) -> dict:
     out = {"type": "message", "user": m.user, "bot_id": BOT_ID, "text": m.text, "ts": m.ts, "blocks": m.blocks}
     if m.thread_ts:
         out["thread_ts"] = m.thread_ts
+    if with_metadata and m.metadata:  # Slack returns metadata only when asked (include_all_metadata)
+        out["metadata"] = m.metadata
     return out
 
 
@@ -313,14 +319,20 @@ def message_event(text: str, *, user: str = "UALICE01", channel: str = "C0GENERA
     return event
 
 
-def reaction_event(kind: str, reaction: str, *, channel: str, ts: str, user: str = "UALICE01") -> dict:
-    """`kind` is "reaction_added" or "reaction_removed"."""
+def slack_now() -> str:
+    """Slack's clock as it stamps events and actions ("1700000000.123456")."""
+    return f"{time.time():.6f}"
+
+
+def reaction_event(kind: str, reaction: str, *, channel: str, ts: str, user: str = "UALICE01",
+                   event_ts: str | None = None) -> dict:
+    """`kind` is "reaction_added" or "reaction_removed"; `event_ts` is when it happened (default: now)."""
     return {"type": kind, "user": user, "reaction": reaction, "item_user": BOT_USER_ID,
-            "item": {"type": "message", "channel": channel, "ts": ts}, "event_ts": new_ts()}
+            "item": {"type": "message", "channel": channel, "ts": ts}, "event_ts": event_ts or slack_now()}
 
 
 def block_actions(action_id: str, value: str, *, channel: str, message_ts: str, thread_ts: str | None = None,
-                  user: str = "UALICE01", team_id: str = TEAM_ID) -> dict:
+                  user: str = "UALICE01", team_id: str = TEAM_ID, action_ts: str | None = None) -> dict:
     """An interactivity `block_actions` payload (a button click on a bot message)."""
     message = {"type": "message", "user": BOT_USER_ID, "ts": message_ts, "text": "answer"}
     if thread_ts:
@@ -338,7 +350,7 @@ def block_actions(action_id: str, value: str, *, channel: str, message_ts: str, 
         "message": message,
         "response_url": "https://hooks.slack.test/actions/1",
         "actions": [{"action_id": action_id, "block_id": "feedback", "value": value, "type": "button",
-                     "action_ts": str(time.time())}],
+                     "action_ts": action_ts or slack_now()}],
     }
 
 

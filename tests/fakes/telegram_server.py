@@ -12,7 +12,8 @@ non-string values), answered with `{"ok": true, "result": ...}` or
         fake.bot_messages(chat_id)                               # what the chat shows now (after edits)
 
 Methods: getMe, getUpdates (queued updates; otherwise an empty result after a short wait; honours
-`offset` like Telegram: updates below it are confirmed and dropped), sendMessage, editMessageText,
+`offset` like Telegram: updates below it are confirmed and dropped), sendMessage, editMessageText
+(an edit that changes nothing is Telegram's 400 "message is not modified"),
 deleteMessage, answerCallbackQuery, sendChatAction, setWebhook, deleteWebhook, getWebhookInfo,
 setMessageReaction. Every call is recorded; an unknown method is a 404 (an unscripted call is a test bug).
 """
@@ -243,6 +244,10 @@ class FakeTelegram(LocalHTTPFake):
         message = self._messages.get(key)
         if message is None:
             return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}
+        if message["text"] == p.get("text", "") and message.get("reply_markup") == (p.get("reply_markup") or None):
+            return 400, {"ok": False, "error_code": 400, "description": (
+                "Bad Request: message is not modified: specified new message content and reply markup are "
+                "exactly the same as a current content and reply markup of the message")}
         message = {**message, "text": p.get("text", ""), "edit_date": int(time.time())}
         message.pop("reply_markup", None)
         if p.get("reply_markup"):
