@@ -39,9 +39,9 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from core.fusion import Hit, check_hybrid_args, fuse
 from core.types import Chunk, ScoredChunk
 from storage.embedder import TextEmbedder
-from storage.fusion import Hit, check_hybrid_args, fuse
 from storage.index import DocumentInfo, FusionMethod
 
 FORMAT_VERSION = 1

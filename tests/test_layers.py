@@ -56,7 +56,6 @@ PENDING: frozenset[str] = frozenset({
     "core/llm/claude_generator.py: core imports storage.llm_failures",
     "core/llm/client.py: core imports storage.llm_failures",
     "core/llm/rewriter.py: core imports storage.llm_failures",
-    "core/pipeline.py: core imports storage.fusion",
     "core/pipeline.py: core imports storage.index",
     "adapters/delivery.py: adapters imports bot.metrics",
     "adapters/slack/app.py: adapters imports bot.metrics",
