@@ -290,7 +290,7 @@ def index_remove(
     doc_ids: list[str] = typer.Argument(..., help="Document ids, as `hypa index documents` lists them."),
 ) -> None:
     """Remove documents (their chunks and their record) from a collection."""
-    from storage.index import IndexUnavailable, IndexWriteError
+    from core.index import IndexUnavailable, IndexWriteError
 
     settings = _settings()
     components = _components(settings)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Literal, Protocol, Sequence
 
+from core.index import ChunkIndex, DocumentInfo, IndexUnavailable, IndexWriteError
 from core.ingest.chunker import CHUNKING_VERSION, chunk_document
 from core.ingest.loaders import DocumentError, load_document
 from core.types import Chunk
-from storage.index import ChunkIndex, DocumentInfo, IndexUnavailable, IndexWriteError
 
 SUPPORTED_SUFFIXES = (".pdf", ".md", ".markdown", ".txt", ".html", ".htm")
 _DOC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")

@@ -40,9 +40,9 @@ import bm25s
 import numpy as np
 
 from core.fusion import Hit, check_hybrid_args, fuse
+from core.index import DocumentInfo, FusionMethod
 from core.types import Chunk, ScoredChunk
 from storage.embedder import TextEmbedder
-from storage.index import DocumentInfo, FusionMethod
 
 FORMAT_VERSION = 1
 CURRENT_FILE = "CURRENT"

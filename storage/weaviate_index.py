@@ -38,10 +38,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from core.fusion import check_hybrid_args
+from core.index import DocumentInfo, FusionMethod, IndexUnavailable, IndexWriteError
 from core.types import Chunk, ScoredChunk
 from storage.embedded import BM25_PARAMS, CollectionNotFound, embedded_view
 from storage.embedder import TextEmbedder
-from storage.index import DocumentInfo, FusionMethod, IndexUnavailable, IndexWriteError
 
 log = logging.getLogger(__name__)
 

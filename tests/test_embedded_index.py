@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.index import ChunkIndex
 from core.types import Chunk
 from storage import embedded
 from storage.embedded import (
@@ -19,7 +20,6 @@ from storage.embedded import (
     word_tokens,
 )
 from storage.embedder import HashingEmbedder
-from storage.index import ChunkIndex
 
 COLL = "ll144"
 

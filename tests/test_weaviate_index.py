@@ -15,10 +15,10 @@ from weaviate.proto.v1 import base_pb2, base_search_pb2
 
 from bot.settings import Settings
 from bot.wiring import Components
+from core.index import ChunkIndex
 from core.types import Chunk
 from storage.embedded import CollectionNotFound, EmbeddedIndex, embedded_view
 from storage.embedder import HashingEmbedder
-from storage.index import ChunkIndex
 from storage.weaviate_index import (
     MigrationError,
     WeaviateEndpoint,
@@ -488,8 +488,8 @@ def test_a_rejected_document_record_is_an_import_error_and_keeps_the_old_hash(in
 
 def test_ingest_reports_an_unreachable_weaviate_as_a_failed_file_not_a_traceback(tmp_path):
     """`hypa ingest` with HYPA_INDEX=weaviate and the server down: a failed outcome naming the backend."""
+    from core.index import IndexUnavailable
     from core.ingestion import ingest_file
-    from storage.index import IndexUnavailable
 
     class DownIndex:
         def document_info(self, collection):

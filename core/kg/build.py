@@ -18,11 +18,11 @@ from typing import Protocol
 
 import numpy as np
 
+from core.index import ChunkIndex
 from core.kg.graph import build_graph
 from core.kg.model import KGData, KGFormatError
 from core.kg.retriever import KGRetriever, KGSettings
 from core.types import Chunk
-from storage.index import ChunkIndex
 from storage.kg_store import KGStore, UnsafeKGFile
 
 log = logging.getLogger(__name__)
