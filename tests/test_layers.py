@@ -45,10 +45,8 @@ def imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
 PENDING: frozenset[str] = frozenset({
     "core/complexity.py: core imports storage.embedder",
     "core/complexity_tokens.py: core imports storage.embedder",
-    "core/conversation_service.py: core imports storage.sql.records",
     "core/conversation_service.py: core imports storage.sql.store",
     "core/conversation_service.py: core imports bot.metrics",
-    "core/feedback_review.py: core imports storage.sql.records",
     "core/kg/build.py: core imports storage.kg_store",
     "core/kg/llm.py: core imports storage.files",
     "core/llm/claude_generator.py: core imports storage.llm_failures",

@@ -46,6 +46,14 @@ from core.conversation import (
     IncomingMessage,
     UnknownAnswer,
 )
+from core.conversation_store import (
+    AnswerRecord,
+    FeedbackChange,
+    MessageClaim,
+    OwedMessage,
+    RatedAnswer,
+    StoredAnswer,
+)
 from core.ratings import RatingAct, fold, order_from_time
 from core.types import Citation, Turn
 from storage.sql.engine import make_engine, read_only
@@ -59,14 +67,6 @@ from storage.sql.models import (
     Message,
     PlatformMessage,
     Thread,
-)
-from storage.sql.records import (
-    AnswerRecord,
-    FeedbackChange,
-    MessageClaim,
-    OwedMessage,
-    RatedAnswer,
-    StoredAnswer,
 )
 
 # Stored message text is capped (platforms cap it too: Slack 40,000, Telegram 4,096 characters).
