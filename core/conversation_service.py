@@ -31,11 +31,17 @@ from typing import TYPE_CHECKING
 
 from core.answer_watch import AnswerWatch
 from core.conversation import Delivery, FeedbackEvent, FeedbackOutcome, IncomingMessage, Reply
-from core.conversation_store import AnswerRecord, MessageClaim, Outcome, StoredAnswer
+from core.conversation_store import (
+    MAX_CLAIM_ATTEMPTS,
+    AnswerRecord,
+    ConversationStore,
+    MessageClaim,
+    Outcome,
+    StoredAnswer,
+)
 from core.llm.answer_window import answer_window
 from core.pipeline import AnswerPipeline
 from core.types import PipelineResult
-from storage.sql.store import MAX_CLAIM_ATTEMPTS, ConversationStore
 
 if TYPE_CHECKING:  # prometheus_client is only needed by the process that serves metrics
     from bot.metrics import Metrics

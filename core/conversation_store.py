@@ -1,13 +1,21 @@
-"""Plain values the conversation store takes and returns (no ORM objects leave the store)."""
+"""What the conversation service needs from a store: the `ConversationStore` Protocol and the plain
+values it takes and returns (no ORM objects leave a store). storage/sql/ implements it on SQLAlchemy.
+"""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from core.types import Citation
+from core.conversation import FeedbackEvent, FeedbackOutcome, IncomingMessage
+from core.types import Citation, Turn
 
 Outcome = Literal["answered", "refused", "invalid", "error"]
+
+# A message is claimed at most this often: a question whose answering kills the process every time
+# gets an apology on its last attempt instead of taking the bot down for ever.
+MAX_CLAIM_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -101,3 +109,58 @@ class FeedbackChange:
     reason: str
     rated_at: datetime
     recorded_at: datetime
+
+
+@runtime_checkable
+class ConversationStore(Protocol):
+    """Threads, messages and their leases, answers, platform links, deliveries and feedback: what
+    core.conversation_service.StoredConversationService keeps (storage.sql.ConversationStore)."""
+
+    # A lease not renewed for this long belongs to a worker that died (HYPA_DELIVERY_LEASE_S).
+    lease: timedelta
+
+    def ping(self) -> bool:
+        """Readiness: the store answers."""
+
+    def claim_message(self, message: IncomingMessage, text_: str | None = None, *, holder: str = "") -> MessageClaim:
+        """Record an incoming message (its thread too) and take the lease on answering it, if free
+        (a message claimed MAX_CLAIM_ATTEMPTS times is not taken over again)."""
+
+    def renew_claims(self, holder: str, message_pks: Iterable[int]) -> int:
+        """Push the leases `holder` still holds forward; returns how many were renewed."""
+
+    def set_placeholder(self, message_pk: int, placeholder_id: str) -> str:
+        """Remember the placeholder posted for a message; returns the one that counts."""
+
+    def mark_delivered(self, message_pk: int) -> None:
+        """The reply was shown: the lease is complete."""
+
+    def reclaim_messages(
+        self, platform: str, holder: str, *, limit: int = 20, exclude: Iterable[int] = ()
+    ) -> list[OwedMessage]:
+        """Take over the lapsed leases of a platform's messages still owed a reply."""
+
+    def is_bot_thread(self, platform: str, workspace: str, channel: str, thread: str) -> bool: ...
+
+    def thread_history(self, thread_pk: int, turns: int, *, before_message_pk: int | None = None) -> list[Turn]:
+        """The last `turns` exchanges of a thread, oldest first."""
+
+    def thread_for_answer(self, answer_id: str) -> str | None: ...
+
+    def store_answer(self, claim: MessageClaim, record: AnswerRecord) -> tuple[StoredAnswer, bool]:
+        """(answer, True), or (the earlier answer, False) when another worker answered first."""
+
+    def replace_answer(self, answer_id: str, record: AnswerRecord) -> StoredAnswer:
+        """Overwrite what an answer says (Claude's answer after the quoted one); LookupError if unknown."""
+
+    def answer_for_message(self, message_pk: int) -> StoredAnswer | None: ...
+
+    def link_platform_message(self, answer_id: str, platform: str, channel: str, message_id: str) -> None: ...
+
+    def answer_for_platform_message(self, platform: str, channel: str, message_id: str) -> str | None: ...
+
+    def claim_delivery(self, platform: str, delivery_id: str) -> bool:
+        """True the first time a platform delivery id is seen."""
+
+    def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
+        """Apply one rating act (core.conversation.UnknownAnswer / AnswerNotShownHere when refused)."""

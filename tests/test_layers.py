@@ -45,7 +45,6 @@ def imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
 PENDING: frozenset[str] = frozenset({
     "core/complexity.py: core imports storage.embedder",
     "core/complexity_tokens.py: core imports storage.embedder",
-    "core/conversation_service.py: core imports storage.sql.store",
     "core/conversation_service.py: core imports bot.metrics",
     "core/kg/build.py: core imports storage.kg_store",
     "core/kg/llm.py: core imports storage.files",

@@ -1,0 +1,34 @@
+"""The concrete pieces in storage/ and bot/ implement the Protocols core/ owns (issue 16, item 1).
+
+`runtime_checkable` checks that every method is there; mypy (.ci/run) checks their signatures where
+bot/wiring.py plugs them in.
+"""
+from __future__ import annotations
+
+from core.conversation_store import ConversationStore
+from core.index import ChunkIndex
+from storage.embedded import EmbeddedIndex
+from storage.embedder import HashingEmbedder
+from storage.sql import ConversationStore as SQLConversationStore
+
+
+def test_the_embedded_index_is_a_chunk_index(tmp_path):
+    assert isinstance(EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder()), ChunkIndex)
+
+
+def test_the_sql_store_is_a_conversation_store(tmp_path):
+    store = SQLConversationStore(f"sqlite:///{tmp_path / 'hypa.sqlite3'}")
+    try:
+        assert isinstance(store, ConversationStore)
+    finally:
+        store.close()
+
+
+def test_a_store_missing_a_method_is_not_a_conversation_store():
+    class Partial:
+        lease = None
+
+        def ping(self) -> bool:
+            return True
+
+    assert not isinstance(Partial(), ConversationStore)
