@@ -32,7 +32,7 @@ from storage.sentence_vectors import SentenceVectorStore
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from bot.metrics import Metrics
+    from core.metrics import Metrics
     from core.conversation_service import StoredConversationService
     from storage.sql import ConversationStore
 

@@ -45,17 +45,11 @@ def imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
 PENDING: frozenset[str] = frozenset({
     "core/complexity.py: core imports storage.embedder",
     "core/complexity_tokens.py: core imports storage.embedder",
-    "core/conversation_service.py: core imports bot.metrics",
     "core/kg/build.py: core imports storage.kg_store",
     "core/kg/llm.py: core imports storage.files",
     "core/llm/claude_generator.py: core imports storage.llm_failures",
     "core/llm/client.py: core imports storage.llm_failures",
     "core/llm/rewriter.py: core imports storage.llm_failures",
-    "adapters/delivery.py: adapters imports bot.metrics",
-    "adapters/slack/app.py: adapters imports bot.metrics",
-    "adapters/slack/replies.py: adapters imports bot.metrics",
-    "adapters/telegram/handlers.py: adapters imports bot.metrics",
-    "adapters/telegram/replies.py: adapters imports bot.metrics",
 })
 
 

@@ -5,8 +5,10 @@ bot/wiring.py plugs them in.
 """
 from __future__ import annotations
 
+from bot.metrics import Metrics as PrometheusMetrics
 from core.conversation_store import ConversationStore
 from core.index import ChunkIndex
+from core.metrics import Metrics
 from storage.embedded import EmbeddedIndex
 from storage.embedder import HashingEmbedder
 from storage.sql import ConversationStore as SQLConversationStore
@@ -32,3 +34,16 @@ def test_a_store_missing_a_method_is_not_a_conversation_store():
             return True
 
     assert not isinstance(Partial(), ConversationStore)
+
+
+def test_the_prometheus_metrics_are_core_metrics():
+    assert isinstance(PrometheusMetrics(), Metrics)
+
+
+def test_a_counted_request_shows_at_metrics():
+    metrics = PrometheusMetrics()
+    metrics.count_request("slack", "error")
+    metrics.count_duplicate("slack")
+    rendered = metrics.render().decode()
+    assert 'hypa_requests_total{outcome="error",platform="slack"} 1.0' in rendered
+    assert 'hypa_requests_total{outcome="duplicate",platform="slack"} 1.0' in rendered
