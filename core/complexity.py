@@ -611,12 +611,10 @@ def choose_best(
 
 
 def _default_embed(embed: EmbedFn | None, model_id: str) -> tuple[EmbedFn, str]:
-    if embed is not None:
-        return embed, model_id or "custom"
-    from storage.embedder import Embedder
-
-    embedder = Embedder()
-    return embedder.embed_queries, embedder.model_id
+    # The embedder lives in storage/ (core does not import it): the caller passes its embed_queries.
+    if embed is None:
+        raise ValueError("an embed-lr classifier needs an embed function (the embedder's embed_queries)")
+    return embed, model_id or "custom"
 
 
 def _embed_cached(

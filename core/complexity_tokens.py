@@ -138,8 +138,8 @@ class MiniLMInputStates:
 
 
 def default_token_states(model: str | Path | None = None) -> MiniLMInputStates:
-    """The packaged all-MiniLM-L6-v2 (or a local folder), as `storage.embedder` resolves it."""
-    from storage.embedder import EmbeddingModelNotFound, resolve_model_dir
+    """The packaged all-MiniLM-L6-v2 (or a local folder), as `core.model_files` resolves it."""
+    from core.model_files import EmbeddingModelNotFound, resolve_model_dir
 
     try:
         return MiniLMInputStates(resolve_model_dir(model or None))

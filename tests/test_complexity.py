@@ -206,6 +206,12 @@ def test_two_class_logistic_regression(synthetic_csv):
     assert model.predict("what is the test data, who handles the audit summary and when is the penalty amount due") == 1
 
 
+def test_an_embedding_head_is_trained_on_the_callers_embedder(synthetic_csv):
+    """core/ never loads the embedder itself (it lives in storage/): an embed-lr classifier needs one."""
+    with pytest.raises(ValueError, match="needs an embed function"):
+        ComplexityClassifier.train(synthetic_csv, 3, "embed-lr")
+
+
 def test_embedding_head_uses_the_precomputed_vector(synthetic_csv, tmp_path):
     embed = FakeEmbedder()
     model, metrics = ComplexityClassifier.train(

@@ -191,7 +191,7 @@ def test_numpy_input_states_equal_transformers_embedding_output():
     from transformers import AutoModel
 
     from core.complexity_tokens import default_token_states
-    from storage.embedder import resolve_model_dir
+    from core.model_files import resolve_model_dir
 
     states = default_token_states()
     assert states.fingerprint["layers"] == 0 and states.dim == 384

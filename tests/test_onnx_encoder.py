@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import storage.embedder as embedder_module
-from storage.embedder import Embedder, packaged_model_dir
+from core.model_files import packaged_model_dir
+from storage.embedder import Embedder
 from storage.onnx_encoder import OnnxExportError, supports_onnx
 
 TEXTS = [
