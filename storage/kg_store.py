@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.files import atomic_write_bytes
 from core.kg.model import KGData, KGFormatError
-from storage.files import atomic_write_bytes
 
 PICKLE_PROTOCOL = 4
 _PLAIN = (dict, list, tuple, str, int, float, bool, type(None))

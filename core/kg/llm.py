@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from core.files import atomic_write_bytes
 from core.kg import model as m
 from core.kg.model import Entity, KGData, Triplet
 from core.kg.normalize import collapse, display_name, entity_key
@@ -32,7 +33,6 @@ from core.llm.client import (
 )
 from core.llm.prompts import load_prompt
 from core.types import Chunk
-from storage.files import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
