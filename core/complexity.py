@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import ClassifierArtifactError, ClassifierDataError
+
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
@@ -68,14 +70,6 @@ _CHAR_MIN_DF = 2
 _SVM_C = 0.3
 _LR_C = 20.0
 _EMBED_LR_C = 10.0
-
-
-class ClassifierDataError(ValueError):
-    """The training CSV is missing, lacks a column, or has a bad label."""
-
-
-class ClassifierArtifactError(ValueError):
-    """A saved classifier folder is missing files or was written by an incompatible version."""
 
 
 # --- data ---------------------------------------------------------------------------------------

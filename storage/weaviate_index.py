@@ -37,10 +37,17 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from core.errors import (
+    CollectionNotFound,
+    MigrationError,
+    WeaviateImportError,
+    WeaviateUnavailable,
+    WeaviateWriteError,
+)
 from core.fusion import check_hybrid_args
-from core.index import DocumentInfo, FusionMethod, IndexUnavailable, IndexWriteError
+from core.index import DocumentInfo, FusionMethod
 from core.types import Chunk, ScoredChunk
-from storage.embedded import BM25_PARAMS, CollectionNotFound, embedded_view
+from storage.embedded import BM25_PARAMS, embedded_view
 from storage.embedder import TextEmbedder
 
 log = logging.getLogger(__name__)
@@ -60,33 +67,6 @@ CHUNK_PROPERTIES = (*_EXACT_PROPERTIES, *_STORED_TEXT, *_INT_PROPERTIES)
 _TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # Weaviate's tenant name rule
 _FUSION_TYPES = {"rankedFusion": "RANKED", "relativeScoreFusion": "RELATIVE_SCORE"}
 _DOCUMENT_STORED_TEXT = ("source", "ingested_at")  # stored with each document record, never searched
-
-
-class WeaviateUnavailable(IndexUnavailable):
-    """WEAVIATE_URL is unset, or the server cannot be reached / refused the connection."""
-
-
-class WeaviateWriteError(IndexWriteError):
-    """A write to Weaviate did not fully happen (import or delete); the message says what is left."""
-
-
-class MigrationError(RuntimeError):
-    """The embedded collection cannot be copied as it is (vector size, concurrent rewrites)."""
-
-
-class WeaviateImportError(WeaviateWriteError):
-    """Objects Weaviate rejected during a batch import; nothing is dropped silently."""
-
-    def __init__(self, collection: str, doc_id: str, failures: Sequence[tuple[str, str]]) -> None:
-        self.collection = collection
-        self.doc_id = doc_id
-        self.failures = list(failures)  # (chunk id, Weaviate's message)
-        shown = "\n".join(f"  {cid}: {msg}" for cid, msg in self.failures[:10])
-        more = f"\n  ... and {len(self.failures) - 10} more" if len(self.failures) > 10 else ""
-        super().__init__(
-            f"Weaviate rejected {len(self.failures)} chunk(s) of {collection}/{doc_id}; the document's "
-            f"recorded hash is unchanged, so the next ingest retries it:\n{shown}{more}"
-        )
 
 
 # -- connection ---------------------------------------------------------------------------------

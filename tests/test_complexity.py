@@ -13,8 +13,6 @@ import pytest
 
 from core.complexity import (
     DEFAULT_TRAIN_CSV,
-    ClassifierArtifactError,
-    ClassifierDataError,
     ComplexityClassifier,
     Metrics,
     _TfidfBlock,
@@ -26,6 +24,7 @@ from core.complexity import (
     load_examples,
     to_classes,
 )
+from core.errors import ClassifierArtifactError, ClassifierDataError
 
 # --- synthetic data (written for the tests: the number of asks decides the label) ---------------
 

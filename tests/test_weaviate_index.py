@@ -15,17 +15,14 @@ from weaviate.proto.v1 import base_pb2, base_search_pb2
 
 from bot.settings import Settings
 from bot.wiring import Components
+from core.errors import CollectionNotFound, MigrationError, WeaviateImportError, WeaviateUnavailable, WeaviateWriteError
 from core.index import ChunkIndex
 from core.types import Chunk
-from storage.embedded import CollectionNotFound, EmbeddedIndex, embedded_view
+from storage.embedded import EmbeddedIndex, embedded_view
 from storage.embedder import HashingEmbedder
 from storage.weaviate_index import (
-    MigrationError,
     WeaviateEndpoint,
-    WeaviateImportError,
     WeaviateIndex,
-    WeaviateUnavailable,
-    WeaviateWriteError,
     build_hybrid_kwargs,
     chunk_to_properties,
     connect_weaviate,
@@ -488,7 +485,7 @@ def test_a_rejected_document_record_is_an_import_error_and_keeps_the_old_hash(in
 
 def test_ingest_reports_an_unreachable_weaviate_as_a_failed_file_not_a_traceback(tmp_path):
     """`hypa ingest` with HYPA_INDEX=weaviate and the server down: a failed outcome naming the backend."""
-    from core.index import IndexUnavailable
+    from core.errors import IndexUnavailable
     from core.ingestion import ingest_file
 
     class DownIndex:

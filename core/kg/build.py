@@ -18,12 +18,13 @@ from typing import Protocol
 
 import numpy as np
 
+from core.errors import KGFormatError, UnsafeKGFile
 from core.index import ChunkIndex
 from core.kg.graph import build_graph
-from core.kg.model import KGData, KGFormatError
+from core.kg.model import KGData
 from core.kg.retriever import KGRetriever, KGSettings
 from core.types import Chunk
-from storage.kg_store import KGStore, UnsafeKGFile
+from storage.kg_store import KGStore
 
 log = logging.getLogger(__name__)
 
