@@ -334,9 +334,7 @@ def index_migrate(
     collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Copy only this collection (default: all)."),
 ) -> None:
     """Copy the embedded index (chunks and their vectors, no re-embedding) into Weaviate; resumable."""
-    from weaviate.exceptions import WeaviateBaseError
-
-    from core.errors import MigrationError, WeaviateUnavailable, WeaviateWriteError
+    from core.errors import IndexUnavailable, IndexWriteError, MigrationError, WeaviateUnavailable
     from storage.embedded import EmbeddedIndex
     from storage.weaviate_index import WeaviateIndex, copy_collection, tenant_name
 
@@ -372,7 +370,7 @@ def index_migrate(
                 )
     except WeaviateUnavailable as exc:
         _fail(str(exc))
-    except (WeaviateWriteError, MigrationError, WeaviateBaseError) as exc:
+    except (IndexUnavailable, IndexWriteError, MigrationError) as exc:  # reached, but it failed a request
         _fail(f"migration stopped (run the command again to resume): {exc}")
     finally:
         target.close()
@@ -415,22 +413,14 @@ def _print_result(result, as_json: bool) -> None:
 
 
 def _index_collections(components) -> list[str]:
-    """The index's collections, or a one-line error when the index backend cannot be reached."""
-    from core.errors import WeaviateUnavailable
+    """The index's collections, or a one-line error when the index backend cannot serve (unreachable,
+    or it failed the request: wrong API key, permissions, a server error)."""
+    from core.errors import IndexUnavailable
 
     try:
         return components.index.collections()
-    except WeaviateUnavailable as exc:
-        _fail(f"{exc} (HYPA_INDEX=weaviate)")
-    except Exception as exc:
-        if components.settings.index_backend != "weaviate":
-            raise
-        from weaviate.exceptions import WeaviateBaseError
-
-        if not isinstance(exc, WeaviateBaseError):
-            raise
-        # Reached, but it failed the request (wrong API key, permissions, server error): say so, no traceback.
-        _fail(f"Weaviate answered with an error (HYPA_INDEX=weaviate): {exc}")
+    except IndexUnavailable as exc:
+        _fail(f"{exc} (HYPA_INDEX={components.settings.index_backend})")
 
 
 def _check_collection(components, collection: str) -> None:

@@ -25,6 +25,7 @@ collection is its own tenant (auto-created on first import). Give every workspac
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -39,8 +40,10 @@ import numpy as np
 
 from core.errors import (
     CollectionNotFound,
+    HypaError,
     MigrationError,
     WeaviateImportError,
+    WeaviateRequestError,
     WeaviateUnavailable,
     WeaviateWriteError,
 )
@@ -67,6 +70,49 @@ CHUNK_PROPERTIES = (*_EXACT_PROPERTIES, *_STORED_TEXT, *_INT_PROPERTIES)
 _TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # Weaviate's tenant name rule
 _FUSION_TYPES = {"rankedFusion": "RANKED", "relativeScoreFusion": "RELATIVE_SCORE"}
 _DOCUMENT_STORED_TEXT = ("source", "ingested_at")  # stored with each document record, never searched
+
+
+# -- errors -------------------------------------------------------------------------------------
+# Callers of the ChunkIndex see hypa's errors only (core/errors.py): the client's WeaviateBaseError
+# (a failed gRPC call, an unexpected HTTP status) is wrapped where it leaves a public method.
+
+
+def _is_client_error(exc: BaseException) -> bool:
+    if isinstance(exc, HypaError):
+        return False
+    from weaviate.exceptions import WeaviateBaseError  # loaded already: the client raised it
+
+    return isinstance(exc, WeaviateBaseError)
+
+
+def _reads(method):
+    """A read that Weaviate fails raises WeaviateRequestError (an IndexUnavailable): it cannot serve."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            if not _is_client_error(exc):
+                raise
+            raise WeaviateRequestError(f"Weaviate answered with an error: {exc}") from exc
+
+    return wrapper
+
+
+def _writes(method):
+    """A write that Weaviate fails raises WeaviateWriteError (an IndexWriteError)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            if not _is_client_error(exc):
+                raise
+            raise WeaviateWriteError(f"Weaviate answered a write with an error: {exc}") from exc
+
+    return wrapper
 
 
 # -- connection ---------------------------------------------------------------------------------
@@ -388,6 +434,7 @@ class WeaviateIndex:
         if finalizer is not None:
             finalizer()  # closes the client (once)
 
+    @_writes
     def ensure_schema(self) -> None:
         """Create both Weaviate collections if missing (idempotent; writers call it)."""
         if self._schema_ready:
@@ -437,6 +484,7 @@ class WeaviateIndex:
 
     # -- read API ------------------------------------------------------------------------------
 
+    @_reads
     def collections(self) -> list[str]:
         if not self._has_schema():
             return []
@@ -461,16 +509,20 @@ class WeaviateIndex:
             )
         return records
 
+    @_reads
     def documents(self, collection: str) -> dict[str, str]:
         return {doc: r.content_hash for doc, r in sorted(self._document_records(collection).items())}
 
+    @_reads
     def document_info(self, collection: str) -> list[DocumentInfo]:
         return [r for _, r in sorted(self._document_records(collection).items())]
 
+    @_reads
     def document_hash(self, collection: str, doc_id: str) -> str | None:
         record = self._document_records(collection).get(doc_id)
         return record.content_hash if record else None
 
+    @_reads
     def chunks(self, collection: str) -> list[Chunk]:
         """Every chunk in document order (by doc_id, then position), one query per document."""
         chunks: list[Chunk] = []
@@ -488,6 +540,7 @@ class WeaviateIndex:
             chunks.extend(properties_to_chunk(o.properties) for o in ordered)
         return chunks
 
+    @_reads
     def hybrid_search(
         self,
         query: str,
@@ -518,6 +571,7 @@ class WeaviateIndex:
         vectors = self.embedder.embed_passages([embedded_view(c) for c in chunks]) if chunks else None
         self.import_document(collection, doc_id, content_hash, chunks, vectors, source=source)
 
+    @_writes
     def import_document(
         self,
         collection: str,
@@ -620,6 +674,7 @@ class WeaviateIndex:
         if result.errors:
             raise WeaviateImportError(collection, doc_id, [(f"document:{doc_id}", e.message) for e in result.errors.values()])
 
+    @_writes
     def delete_document(self, collection: str, doc_id: str) -> None:
         """Remove a document's chunks, then its record; unknown doc_id is a no-op."""
         if self.document_hash(collection, doc_id) is None:

@@ -600,3 +600,32 @@ def test_the_provision_ranking_reads_bm25_ranks_from_weaviate_and_ranks_locally(
     plan = QueryPlan(text="civil penalty")
     ranked = only_bm25.rank(plan, "toy", features, EMBEDDER.embed_queries([plan.text])[0], None, limit=3)
     assert [sc.chunk.id for sc in ranked] == ids  # the order the backend returned
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda ix: ix.collections(),
+        lambda ix: ix.documents("toy"),
+        lambda ix: ix.document_info("toy"),
+        lambda ix: ix.document_hash("toy", "toy-doc"),
+        lambda ix: ix.chunks("toy"),
+        lambda ix: ix.hybrid_search("audit", collection="toy", limit=3),
+        lambda ix: ix.delete_document("toy", "toy-doc"),
+    ],
+    ids=["collections", "documents", "document_info", "document_hash", "chunks", "hybrid_search", "delete_document"],
+)
+def test_weaviate_errors_do_not_leak_through_the_index_interface(index, fake, call):
+    """A server that is reached but fails the request: callers of the ChunkIndex see hypa's
+    IndexUnavailable (WeaviateRequestError) with Weaviate's message, never the client's own error."""
+    from weaviate.exceptions import WeaviateBaseError
+
+    from core.errors import IndexUnavailable, WeaviateRequestError
+
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    fake.schema_status = 500
+    fake.request_abort = "fake Weaviate: request failed"
+    with pytest.raises(IndexUnavailable) as caught:
+        call(index)
+    assert isinstance(caught.value, WeaviateRequestError) and not isinstance(caught.value, WeaviateBaseError)
+    assert "Weaviate" in str(caught.value)
