@@ -217,7 +217,7 @@ def _check_plain(data: Any, deadline: float, limits: KGLoadLimits, payload_size:
 
 
 class KGStore:
-    """`<kg_dir>/<collection>.kg.pkl` per collection."""
+    """`<kg_dir>/<collection>.kg.pkl` per collection (implements core.kg.build.KGStore)."""
 
     def __init__(self, directory: Path, limits: KGLoadLimits = DEFAULT_LIMITS) -> None:
         self.directory = Path(directory)

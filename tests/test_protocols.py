@@ -8,9 +8,11 @@ from __future__ import annotations
 from bot.metrics import Metrics as PrometheusMetrics
 from core.conversation_store import ConversationStore
 from core.index import ChunkIndex
+from core.kg.build import KGStore
 from core.metrics import Metrics
 from storage.embedded import EmbeddedIndex
 from storage.embedder import HashingEmbedder
+from storage.kg_store import KGStore as FileKGStore
 from storage.sql import ConversationStore as SQLConversationStore
 
 
@@ -47,3 +49,8 @@ def test_a_counted_request_shows_at_metrics():
     rendered = metrics.render().decode()
     assert 'hypa_requests_total{outcome="error",platform="slack"} 1.0' in rendered
     assert 'hypa_requests_total{outcome="duplicate",platform="slack"} 1.0' in rendered
+
+
+def test_the_file_graph_store_is_a_kg_store(tmp_path):
+    store: KGStore = FileKGStore(tmp_path)  # mypy checks the signatures here
+    assert store.load("toy") is None and store.stamp("toy") is None

@@ -24,9 +24,21 @@ from core.kg.graph import build_graph
 from core.kg.model import KGData
 from core.kg.retriever import KGRetriever, KGSettings
 from core.types import Chunk
-from storage.kg_store import KGStore
 
 log = logging.getLogger(__name__)
+
+
+class KGStore(Protocol):
+    """Where each collection's graph is kept between processes (storage.kg_store.KGStore: one file
+    per collection)."""
+
+    def stamp(self, collection: str) -> object | None:
+        """Changes whenever the stored graph is replaced (None: nothing stored), so caches follow it."""
+
+    def save(self, data: KGData) -> object: ...
+
+    def load(self, collection: str) -> KGData | None:
+        """The stored graph, None if there is none; UnsafeKGFile / KGFormatError for a bad file."""
 
 
 class TripletExtractor(Protocol):
