@@ -334,6 +334,7 @@ def index_migrate(
     collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Copy only this collection (default: all)."),
 ) -> None:
     """Copy the embedded index (chunks and their vectors, no re-embedding) into Weaviate; resumable."""
+    from bot.configs import weaviate_config
     from core.errors import IndexUnavailable, IndexWriteError, MigrationError, WeaviateUnavailable
     from storage.embedded import EmbeddedIndex
     from storage.weaviate_index import WeaviateIndex, copy_collection, tenant_name
@@ -355,7 +356,7 @@ def index_migrate(
             except ValueError as exc:
                 _fail(str(exc))
     try:
-        target = WeaviateIndex.from_settings(settings, embedder=_components(settings).embedder)
+        target = WeaviateIndex.from_config(weaviate_config(settings), embedder=_components(settings).embedder)
     except WeaviateUnavailable as exc:
         _fail(str(exc))
     try:

@@ -38,7 +38,7 @@ def _class_list(classes: str) -> list[int]:
 def _train_csv(settings: Settings, override: Path | None) -> Path:
     from core.complexity import DEFAULT_TRAIN_CSV
 
-    path = override or getattr(settings, "classifier_train_csv", None) or DEFAULT_TRAIN_CSV
+    path = override or settings.classifier_train_csv or DEFAULT_TRAIN_CSV
     path = Path(path)
     if not path.is_file():
         _fail(f"training CSV {path} does not exist (set HYPA_CLASSIFIER_TRAIN_CSV or pass --csv)")
@@ -55,9 +55,9 @@ class _LazyEmbed:
     @property
     def embedder(self):
         if self._embedder is None:
-            from storage.embedder import Embedder
+            from bot.wiring import make_embedder
 
-            self._embedder = Embedder.from_settings(self._settings)
+            self._embedder = make_embedder(self._settings)
         return self._embedder
 
     def __call__(self, texts):
@@ -192,6 +192,7 @@ def predict(
     classes: int = typer.Option(3, "--classes", help="2 or 3."),
 ) -> None:
     """Label every question of a CSV (0 = one piece of context, 1 = two, 2 = three or more)."""
+    from bot.configs import classifier_config
     from core.complexity import classifier_dir, ensure_classifier, load_classifier
     from core.errors import ClassifierArtifactError
 
@@ -215,7 +216,7 @@ def predict(
         err.print(f"[yellow]warning:[/] {exc}")
         model = None
     if model is None:
-        model = ensure_classifier(settings, classes, embed=embed)
+        model = ensure_classifier(classifier_config(settings), classes, embed=embed)
     if model is None:
         _fail(f"no {classes}-class classifier and no training CSV: run `hypa classifier train` first")
 

@@ -640,18 +640,27 @@ def classifier_dir(data_dir: str | Path, classes: int) -> Path:
     return Path(data_dir) / "classifier" / f"complexity-{classes}class"
 
 
-def ensure_classifier(settings: Any, classes: int, *, embed: EmbedFn | None = None) -> Any:
+@dataclass(frozen=True)
+class ClassifierConfig:
+    """Where the saved classifiers live (`<data_dir>/classifier`), the CSV that trains a missing one,
+    and the kind ("auto": use any saved artifact, train DEFAULT_KIND if none; a kind name: retrain
+    when the saved artifact is of another kind)."""
+
+    data_dir: Path
+    train_csv: Path | None = None  # None: DEFAULT_TRAIN_CSV
+    kind: str = "auto"
+
+
+def ensure_classifier(config: ClassifierConfig, classes: int, *, embed: EmbedFn | None = None) -> Any:
     """The saved classifier for `classes`, training it first if it is missing and the CSV exists.
 
-    Reads `settings.data_dir`, and (when present) `settings.classifier_train_csv` and
-    `settings.classifier_kind` ("auto": use any saved artifact, train DEFAULT_KIND if none; a kind
-    name: retrain when the saved artifact is of another kind). Returns None, with a warning, when no classifier can be had: the
-    retrieval config's fallback row (default mapping) is then used.
+    Returns None, with a warning, when no classifier can be had: the retrieval config's fallback row
+    (default mapping) is then used.
     """
     _check_classes(classes)
-    folder = classifier_dir(settings.data_dir, classes)
-    csv_path = Path(getattr(settings, "classifier_train_csv", None) or DEFAULT_TRAIN_CSV)
-    configured = getattr(settings, "classifier_kind", None) or "auto"
+    folder = classifier_dir(config.data_dir, classes)
+    csv_path = Path(config.train_csv or DEFAULT_TRAIN_CSV)
+    configured = config.kind or "auto"
     if configured != "auto" and configured not in KINDS:
         raise ValueError(f"classifier_kind {configured!r} is not auto or one of {', '.join(KINDS)}")
     kind = DEFAULT_KIND if configured == "auto" else configured

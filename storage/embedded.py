@@ -259,14 +259,6 @@ class EmbeddedIndex:
         # so running one at a time loses nothing.
         self._matvec_lock = threading.Lock()
 
-    @classmethod
-    def from_settings(cls, settings, *, embedder: TextEmbedder | None = None) -> EmbeddedIndex:
-        if embedder is None:
-            from storage.embedder import Embedder
-
-            embedder = Embedder.from_settings(settings)  # cheap: the model loads on first use
-        return cls(settings.index_dir, embedder=embedder, candidates=settings.candidates)
-
     # -- embedder access (shared with other stages) ----------------------------------------------
 
     @property

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +11,6 @@ from core.errors import MalformedResponseError
 from core.kg.llm import (
     ExtractionCache,
     LLMExtractor,
-    llm_extractor_from_settings,
     parse_triplets,
 )
 from core.kg.offline import OfflineExtractor
@@ -80,10 +78,13 @@ def test_parse_triplets_accepts_fences_and_rejects_junk():
 
 
 def test_settings_wiring(tmp_path):
-    settings = SimpleNamespace(anthropic_api_key="k", fast_model="claude-haiku-5-5", kg_dir=tmp_path, llm_temperature=0.0)
-    extractor = llm_extractor_from_settings(settings, OfflineExtractor())
-    assert extractor.cache.path == tmp_path / "llm_triplets.json"
-    assert extractor.config.model == "claude-haiku-5-5"
+    from bot.settings import Settings
+    from bot.wiring import Components
+
+    settings = Settings(anthropic_api_key="k", fast_model="claude-haiku-4-5", data_dir=tmp_path, kg_extractor="llm")
+    extractor = Components(settings).triplet_extractor()
+    assert extractor.cache.path == tmp_path / "kg" / "llm_triplets.json"
+    assert extractor.config.model == "claude-haiku-4-5" and isinstance(extractor.base, OfflineExtractor)
 
 
 def test_cache_save_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch):

@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import time
-from types import SimpleNamespace
 
 import pytest
 
@@ -21,10 +20,8 @@ from core.llm.prompts import load_prompt
 from core.llm.rewriter import (
     LLMRewriter,
     LLMRewriterConfig,
-    client_from_settings,
     parse_rewrite,
     render_input,
-    rewriter_from_settings,
 )
 from core.rewriter import OfflineRewriter, QueryRewriter, Rewrite
 from core.types import Turn
@@ -317,8 +314,11 @@ def test_prompt_file():
 
 
 def test_wiring_without_key_is_offline_and_with_key_is_the_fast_model(fake, tmp_path):
-    assert isinstance(rewriter_from_settings(SimpleNamespace(anthropic_api_key="")), OfflineRewriter)
-    settings = SimpleNamespace(
+    from bot.settings import Settings
+    from bot.wiring import Components
+
+    assert isinstance(Components(Settings(data_dir=tmp_path)).rewriter(), OfflineRewriter)
+    settings = Settings(
         anthropic_api_key="test-key",
         anthropic_base_url=fake.base_url,
         fast_model="claude-haiku-4-5",
@@ -327,7 +327,7 @@ def test_wiring_without_key_is_offline_and_with_key_is_the_fast_model(fake, tmp_
         llm_timeout_s=3.0,
         data_dir=tmp_path,
     )
-    rewriter: QueryRewriter = rewriter_from_settings(settings)
+    rewriter: QueryRewriter = Components(settings).rewriter()
     assert isinstance(rewriter, LLMRewriter)
     assert rewriter.config.model == "claude-haiku-4-5" and rewriter.config.history_turns == 4
     assert rewriter.client.config.timeout_s == 3.0 and rewriter.client.config.retry.max_retries == 0
@@ -340,14 +340,15 @@ def test_wiring_without_key_is_offline_and_with_key_is_the_fast_model(fake, tmp_
     assert row["question_chars"] == len("And the penalties?")
 
 
-def test_wiring_with_real_settings_and_a_shared_client(fake, tmp_path):
+def test_wiring_with_real_settings(fake, tmp_path):
     from bot.settings import Settings
+    from bot.wiring import Components
 
     settings = Settings(ANTHROPIC_API_KEY="test-key", anthropic_base_url=fake.base_url, data_dir=tmp_path)
-    client = client_from_settings(settings)
-    assert client.config.base_url == fake.base_url and client.config.timeout_s == settings.llm_timeout_s
-    rewriter = rewriter_from_settings(settings, client=client)
-    assert isinstance(rewriter, LLMRewriter) and rewriter.client is client
+    rewriter = Components(settings).rewriter()
+    assert isinstance(rewriter, LLMRewriter)
+    assert rewriter.client.config.base_url == fake.base_url
+    assert rewriter.client.config.timeout_s == settings.llm_timeout_s
     assert rewriter.config.model == settings.fast_model
 
 

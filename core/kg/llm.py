@@ -23,7 +23,8 @@ from core.kg import model as m
 from core.kg.model import Entity, KGData, Triplet
 from core.kg.normalize import collapse, display_name, entity_key
 from core.kg.provisions import find_references, label_provisions
-from core.llm.client import ClaudeClient, client_from_settings, model_request_options, reply_json_object, reply_text
+from core.llm.client import ClaudeClient, model_request_options, reply_json_object, reply_text
+from core.llm.models import DEFAULT_FAST_MODEL
 from core.llm.prompts import load_prompt
 from core.types import Chunk
 
@@ -41,7 +42,7 @@ MAX_FIELD_CHARS = 600
 
 @dataclass(frozen=True)
 class LLMExtractorConfig:
-    model: str = "claude-haiku-5-5"
+    model: str = DEFAULT_FAST_MODEL
     max_tokens: int = 2000
     temperature: float | None = 0.0
     effort: str | None = "low"
@@ -199,16 +200,3 @@ def parse_triplets(text: str) -> list[list]:
         is_entity = item.get("object_is_entity") is True
         rows.append([collapse(s)[:200], p, collapse(o)[:MAX_FIELD_CHARS], is_entity])
     return rows
-
-
-def llm_extractor_from_settings(settings: Any, base: Any, *, client: ClaudeClient | None = None) -> LLMExtractor:
-    """LLMExtractor on `settings.fast_model`, cache in `settings.kg_dir / llm_triplets.json`."""
-    return LLMExtractor(
-        client or client_from_settings(settings),
-        base,
-        ExtractionCache(Path(settings.kg_dir) / "llm_triplets.json"),
-        LLMExtractorConfig(
-            model=getattr(settings, "fast_model", "") or LLMExtractorConfig.model,
-            temperature=getattr(settings, "llm_temperature", 0.0),
-        ),
-    )
