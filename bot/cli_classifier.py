@@ -93,7 +93,9 @@ def _metrics_table(title: str, rows, chosen: str | None = None) -> Table:
 @classifier_app.command("train")
 def train(
     classes: str = typer.Option("both", "--classes", help="2, 3 or both."),
-    kind: str = typer.Option("all", "--kind", help="tfidf-svm, tfidf-lr, embed-lr, tfidf-svm+tokcnn, or all (compare and save the best)."),
+    kind: str = typer.Option(
+        "all", "--kind", help="tfidf-svm, tfidf-lr, embed-lr, tfidf-svm+tokcnn, or all (compare and save the best)."
+    ),
     csv_path: Path | None = typer.Option(None, "--csv", help="Training CSV (default: HYPA_CLASSIFIER_TRAIN_CSV)."),
     refit_all: bool = typer.Option(
         False, "--refit-all", help="After scoring, refit the saved model on every row (eval then becomes optimistic)."
@@ -180,7 +182,9 @@ def evaluate(
         except ClassifierArtifactError as exc:
             _fail(str(exc))
         metrics = evaluate_artifact(model, path)
-        out.print(_metrics_table(f"{n_classes}-class saved artifact ({model.kind}), {metrics.n_eval} {metrics.eval_on}", [metrics]))
+        out.print(
+            _metrics_table(f"{n_classes}-class saved artifact ({model.kind}), {metrics.n_eval} {metrics.eval_on}", [metrics])
+        )
         if metrics.notes:
             out.print(f"[yellow]note:[/] {metrics.notes}")
 

@@ -24,15 +24,14 @@ from core.answer_watch import AnswerWatch
 from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator
 from core.index import ChunkIndex
 from core.ingestion import IngestOutcome, IngestProgress, ingest_file
-from core.params import get_config
-from core.pipeline import AnswerPipeline, Generator, QuestionLimits
-from core.rerank import build_reranker
-from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
 from core.language import LanguageDetector
 from core.lexicon import Lexicon
-from core.pipeline import ProvisionSearch
 from core.linear import DEFAULT_WEIGHTS_FILE, LinearModel, load_model
+from core.params import get_config
+from core.pipeline import AnswerPipeline, Generator, ProvisionSearch, QuestionLimits
 from core.ranking import FEATURES, BM25Search, FeatureBuilder, ProvisionRanker
+from core.rerank import build_reranker
+from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
 from core.segments import SegmentIndex, unit_texts
 from core.termstats import TermStats
 from core.types import Chunk, RetrievalParams
@@ -43,9 +42,9 @@ from storage.sentence_vectors import SentenceVectorStore
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from core.metrics import Metrics
     from core.conversation_service import StoredConversationService
     from core.llm.client import FailureRecorder
+    from core.metrics import Metrics
     from storage.sql import ConversationStore
 
 
@@ -299,6 +298,7 @@ class Components:
                 ensure_classifier,  # scikit-learn: only for adaptive configs
             )
 
+            assert config.classes is not None  # an adaptive config has them
             classifier = ensure_classifier(
                 classifier_config(self.settings), config.classes, embed=self.embedder.embed_queries
             )

@@ -129,11 +129,11 @@ def group_split(
     """Row indices (train, held-out) with every group entirely on one side."""
     from sklearn.model_selection import GroupShuffleSplit
 
-    groups = np.asarray(groups)
-    if len(set(groups.tolist())) < 2:
+    group_of_row = np.asarray(groups)
+    if len(set(group_of_row.tolist())) < 2:
         raise ClassifierDataError("need at least two groups to hold some out")
     splitter = GroupShuffleSplit(n_splits=1, test_size=test_size, random_state=seed)
-    train_idx, test_idx = next(splitter.split(np.zeros(len(groups)), groups=groups))
+    train_idx, test_idx = next(splitter.split(np.zeros(len(group_of_row)), groups=group_of_row))
     return np.sort(train_idx), np.sort(test_idx)
 
 
@@ -322,7 +322,7 @@ class ComplexityClassifier:
         }
         # Write next to the target, then rename: a crash never leaves a half-written artifact.
         tmp_weights = path / "weights.tmp.npz"
-        np.savez_compressed(tmp_weights, **arrays)
+        np.savez_compressed(tmp_weights, **dict[str, Any](arrays))  # (numpy's stub types **kwargs as a bool)
         _write_text(path / "vocab.json", json.dumps([b.vocabulary for b in self.blocks], ensure_ascii=False))
         tmp_weights.replace(path / "weights.npz")
         _write_text(path / "meta.json", json.dumps(meta, indent=2, ensure_ascii=False))

@@ -219,6 +219,7 @@ class Embedder:
                     "(or no data directory was given); use auto or torch."
                 )
             return None
+        assert path is not None  # supported needs it
         try:
             if not path.is_file():
                 _log.warning("Exporting the embedding model to ONNX once (about 10 s): %s", path)

@@ -136,7 +136,7 @@ def _check_opcodes(payload: bytes, deadline: float, limits: KGLoadLimits) -> Non
         name = opcode.name
         if name in _PLAIN_OPCODES:
             if name in _STRING_OPCODES:
-                strings = [*strings[-1:], arg]
+                strings = [*strings[-1:], str(arg)]  # the *UNICODE opcodes push a str
             elif name not in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
                 strings = []
             continue

@@ -254,7 +254,7 @@ def collection_filter(collection: str, doc_id: str | None = None):
     return where
 
 
-def _fetch_matching(handle: Any, equal: dict[str, str], properties: list[str]) -> list[Any]:
+def _fetch_matching(handle: Any, equal: dict[str, str], properties: list[str] | None) -> list[Any]:
     """Every object whose properties equal `equal`, however many there are.
 
     One filtered query returns at most QUERY_MAXIMUM_RESULTS objects (PAGE_LIMIT, Weaviate's
@@ -338,7 +338,7 @@ def chunk_schema(name: str, multi_tenancy: bool) -> dict[str, Any]:
             vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE),
         ),
         "inverted_index_config": Configure.inverted_index(
-            bm25_k1=BM25_PARAMS["k1"], bm25_b=BM25_PARAMS["b"], stopwords_preset=StopwordsPreset.EN,
+            bm25_k1=float(BM25_PARAMS["k1"]), bm25_b=float(BM25_PARAMS["b"]), stopwords_preset=StopwordsPreset.EN,
         ),
         "multi_tenancy_config": _multi_tenancy(multi_tenancy),
     }

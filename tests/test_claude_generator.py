@@ -68,7 +68,14 @@ def cited_answer(model: str = "claude-sonnet-5-5") -> Reply:
                 text_block("Under Toy Code § 1-102(a), "),
                 text_block(
                     "a seller must notify each buyer no less than ten business days before selling a widget",
-                    [cite(1, NOTICE, "A seller shall notify each buyer no less than ten business days before selling a widget.", "Toy Code § 1-102(a)")],
+                    [
+                        cite(
+                            1,
+                            NOTICE,
+                            "A seller shall notify each buyer no less than ten business days before selling a widget.",
+                            "Toy Code § 1-102(a)",
+                        )
+                    ],
                 ),
                 text_block(", by mail or e-mail"),
                 text_block("", []),
@@ -221,7 +228,9 @@ def test_citations_not_in_the_chunk_are_dropped_and_whitespace_slips_repaired(fa
                 [
                     text_block("Sellers must give notice ", [cite(1, NOTICE, "A seller shall notify each buyer")]),
                     # whitespace differs from the chunk: repaired to the chunk's own text
-                    text_block("ten business days ahead", [char_citation(1, "no less than  ten\nbusiness days", start, start + 31)]),
+                    text_block(
+                        "ten business days ahead", [char_citation(1, "no less than  ten\nbusiness days", start, start + 31)]
+                    ),
                     # not in the chunk at all: dropped (and no [n] shown for it)
                     text_block(", or thirty days for gadgets", [char_citation(1, "thirty business days for gadgets", 0, 30)]),
                     # document index out of range: dropped
@@ -257,7 +266,9 @@ def test_check_citation_and_whitespace_search_units():
 
 
 def test_answer_with_no_valid_citation_falls_back_to_the_extractive_answer(fake):
-    fake.enqueue(reply(message([text_block("Sellers must notify buyers thirty days ahead.", [char_citation(1, "thirty days", 0, 11)])])))
+    fake.enqueue(
+        reply(message([text_block("Sellers must notify buyers thirty days ahead.", [char_citation(1, "thirty days", 0, 11)])]))
+    )
     recorder = MemoryFailureRecorder()
     answer = FallbackGenerator(make_generator(fake), toy_generator(), recorder).generate(QUESTION, scored())
 

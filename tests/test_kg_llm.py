@@ -22,7 +22,9 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def triplets_reply(*items):
-    return reply(message(json.dumps({"triplets": [dict(zip(("subject", "predicate", "object", "object_is_entity"), i)) for i in items]})))
+    return reply(
+        message(json.dumps({"triplets": [dict(zip(("subject", "predicate", "object", "object_is_entity"), i)) for i in items]}))
+    )
 
 
 def _extractor(fake, tmp_path):
@@ -32,7 +34,9 @@ def _extractor(fake, tmp_path):
 def test_llm_triplets_are_added_with_provenance_and_cached(fake, tmp_path):
     fake.enqueue(
         triplets_reply(("widget audit", "means", "an impartial evaluation", False)),
-        triplets_reply(("seller", "must", "notify each buyer ten business days before a sale", False), ("seller", "made up", "x", False)),
+        triplets_reply(
+            ("seller", "must", "notify each buyer ten business days before a sale", False), ("seller", "made up", "x", False)
+        ),
         triplets_reply(("seller", "refers to", "section 1-101", True)),
     )
     extractor = _extractor(fake, tmp_path)
@@ -69,7 +73,9 @@ def test_a_failed_chunk_keeps_offline_facts_and_is_retried_next_time(fake, tmp_p
 
 
 def test_parse_triplets_accepts_fences_and_rejects_junk():
-    rows = parse_triplets('```json\n{"triplets": [{"subject": "A", "predicate": "Must", "object": "b"}, 3, {"subject": ""}]}\n```')
+    rows = parse_triplets(
+        '```json\n{"triplets": [{"subject": "A", "predicate": "Must", "object": "b"}, 3, {"subject": ""}]}\n```'
+    )
     assert rows == [["A", "must", "b", False]]
     with pytest.raises(MalformedResponseError):
         parse_triplets("no json here")

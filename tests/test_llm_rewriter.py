@@ -152,7 +152,9 @@ def test_n_zero_with_history_rewrites_the_standalone_only(fake):
 
 
 def test_code_fences_and_surrounding_text_are_tolerated(fake):
-    fenced = "```json\n" + json.dumps({"standalone": STANDALONE, "sub_queries": ["independent auditor prior involvement"]}) + "\n```"
+    fenced = (
+        "```json\n" + json.dumps({"standalone": STANDALONE, "sub_queries": ["independent auditor prior involvement"]}) + "\n```"
+    )
     chatty = "Here is the rewrite:\n" + json.dumps({"standalone": STANDALONE}) + "\nHope this helps."
     fake.enqueue(rewrite_reply("", raw=fenced), rewrite_reply("", raw=chatty))
     rewriter = make_rewriter(fake)
@@ -372,7 +374,9 @@ def test_a_reply_that_is_not_json_is_quoted_only_with_log_message_text(fake, tmp
 
 
 def test_a_question_in_another_language_is_translated_even_with_nothing_to_resolve(fake):
-    fake.enqueue(reply(message(json.dumps({"standalone": "Do we have to tell candidates?", "sub_queries": [], "language": "es"}))))
+    fake.enqueue(
+        reply(message(json.dumps({"standalone": "Do we have to tell candidates?", "sub_queries": [], "language": "es"})))
+    )
     out = make_rewriter(fake).rewrite("¿Tenemos que avisar a los candidatos de que usamos una herramienta?", [], 0)
     assert out.standalone == "Do we have to tell candidates?" and out.language == "es"
     assert len(fake.message_requests) == 1

@@ -148,7 +148,9 @@ class LLMExtractor:
             "model": self.config.model,
             "max_tokens": self.config.max_tokens,
             "system": [{"type": "text", "text": self.system_prompt, "cache_control": {"type": "ephemeral"}}],
-            "messages": [{"role": "user", "content": [{"type": "text", "text": f"{REQUEST_HEADER}\n<input>\n{payload}\n</input>"}]}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": f"{REQUEST_HEADER}\n<input>\n{payload}\n</input>"}]}
+            ],
             **model_request_options(self.config.model, temperature=self.config.temperature, effort=self.config.effort),
         }
 
@@ -192,7 +194,7 @@ def parse_triplets(text: str) -> list[list]:
         if not isinstance(item, dict):
             continue
         s, p, o = item.get("subject"), item.get("predicate"), item.get("object")
-        if not all(isinstance(v, str) and v.strip() for v in (s, p, o)):
+        if not (isinstance(s, str) and isinstance(p, str) and isinstance(o, str) and s.strip() and p.strip() and o.strip()):
             continue
         p = p.strip().lower()
         if p not in ALLOWED:

@@ -399,7 +399,10 @@ class FallbackGenerator:
             return answer
         head = f"Claude has not answered within {window.wait_s:g} s"
         if answer.refused:
-            note = f"{head}; the quoted-answer fallback found no provision that answers this. Claude's answer will replace this when it arrives."
+            note = (
+                f"{head}; the quoted-answer fallback found no provision that answers this. "
+                "Claude's answer will replace this when it arrives."
+            )
         else:
             note = f"{head}; this answer is quoted directly from the provisions and will be replaced by Claude's when it arrives."
         return dataclasses.replace(answer, note=note, diagnostics={**answer.diagnostics, "llm_pending": 1})
