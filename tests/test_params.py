@@ -60,7 +60,7 @@ def test_label_2_is_outside_the_2class_table(configs):
 def test_no_label_uses_the_flagged_fallback_row(configs, name):
     row = configs[name].params_for(None)
     assert row.fallback is True
-    assert row.top_k == 5  # documented: the same k as fixed-k5 / HYPA_TOP_K
+    assert row.top_k == 5  # documented: the same k as fixed-k5
 
 
 @pytest.mark.parametrize(("name", "k"), [("fixed-k3", 3), ("fixed-k5", 5), ("fixed-k7", 7), ("fixed-k10", 10)])
