@@ -379,27 +379,34 @@ _CALENDAR = frozenset(
     "january february march april may june july august september october november december monday tuesday "
     "wednesday thursday friday saturday sunday".split()
 )
-_LAST_SENTENCE = re.compile(r"[^.?!]*[.?!]*\s*$")
+_SENTENCE = re.compile(r"[^.?!]+[.?!]*")
+
+
+def asking_sentences(question: str) -> list[str]:
+    """The sentences of a message that ask (end in "?"); its last sentence when none does. A
+    message's statements set the scene ("We're Acme Corp, hiring in Berlin."), its questions ask."""
+    sentences = [s for s in _SENTENCE.findall(question.strip()) if s.strip()]
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return asking or sentences[-1:] or [question]
 
 
 def unknown_names(question: str, stats: TermStats) -> list[str]:
-    """Names in the question's last sentence that the collection never uses ("Is Microsoft Copilot
+    """Names in the sentences that ask which the collection never uses ("Is Microsoft Copilot
     high-risk?", "What do Illinois and Colorado require?"): the regulations say nothing about them."""
-    sentence = _LAST_SENTENCE.search(question.strip())
-    text = sentence.group(0) if sentence else question
-    first = re.match(r"\s*\W*(\w+)", text)
     names = []
-    for m in _NAME.finditer(text):
-        word = m.group(0)
-        if first is not None and m.start() <= first.start(1):
-            continue  # a sentence's first word is capitalised anyway
-        terms = content_terms(word)
-        if not terms or word.lower() in _CALENDAR or THE_LAW.fullmatch(word):
-            continue  # a date, or the law's own name ("LL144", "DCWP")
-        if re.match(r"\s+\(?\d", text[m.end() :]) and word.lower() in english_words():
-            continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
-        if all(stats.doc_freq.get(t, 0) == 0 for t in terms):
-            names.append(word)
+    for text in asking_sentences(question):
+        first = re.match(r"\s*\W*(\w+)", text)
+        for m in _NAME.finditer(text):
+            word = m.group(0)
+            if first is not None and m.start() <= first.start(1):
+                continue  # a sentence's first word is capitalised anyway
+            terms = content_terms(word)
+            if not terms or word.lower() in _CALENDAR or THE_LAW.fullmatch(word):
+                continue  # a date, or the law's own name ("LL144", "DCWP")
+            if re.match(r"\s+\(?\d", text[m.end() :]) and word.lower() in english_words():
+                continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
+            if all(stats.doc_freq.get(t, 0) == 0 for t in terms):
+                names.append(word)
     return names
 
 

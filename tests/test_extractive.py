@@ -129,6 +129,9 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     assert unknown_names("Must a seller notify buyers by Friday under LL144?", stats) == []  # a day, the law's name
     assert unknown_names("What is the date in Document 27?", stats) == []  # a numbered part
     assert unknown_names("We sell in Chicago. Must sellers notify buyers?", stats) == []  # not in the asking sentence
+    # Every sentence that asks counts, not only the last one; a closing statement asks nothing.
+    assert unknown_names("Which agency in Germany enforces it? Want to know who to call.", stats) == ["Germany"]
+    assert unknown_names("Must sellers notify buyers? We also sell in Chicago.", stats) == []
     answer = toy_generator().generate("What does Illinois require of sellers?", scored())
     assert answer.refused and "They do not mention Illinois." in answer.text
 
