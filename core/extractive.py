@@ -36,6 +36,7 @@ from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.asks import asks_definition, asks_list, defined_terms, defines, leads_a_list
 from core.lexicon import english_words
 from core.linear import LinearModel
+from core.places import place_and_language_names
 from core.query import THE_LAW
 from core.roles import role_of
 from core.termstats import TermStats
@@ -380,6 +381,7 @@ _CALENDAR = frozenset(
     "wednesday thursday friday saturday sunday".split()
 )
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
+_LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z]{3,}(?![\w'’-])")
 
 
 def asking_sentences(question: str) -> list[str]:
@@ -407,6 +409,10 @@ def unknown_names(question: str, stats: TermStats) -> list[str]:
                 continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
             if all(stats.doc_freq.get(t, 0) == 0 for t in terms):
                 names.append(word)
+        for m in _LOWER_WORD.finditer(text):  # "in spanish", "we also hire in illinois"
+            word = m.group(0)
+            if word in place_and_language_names() and all(stats.doc_freq.get(t, 0) == 0 for t in content_terms(word)):
+                names.append(word.capitalize())
     return names
 
 
