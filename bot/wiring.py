@@ -14,6 +14,7 @@ from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator
 from core.ingestion import IngestOutcome, IngestProgress, ingest_file
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, QuestionLimits
+from core.places import place_and_language_names
 from core.rerank import reranker_from_settings
 from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
 from core.language import LanguageDetector
@@ -330,7 +331,8 @@ class Components:
     def warm_up(self, collection: str | None = None) -> None:
         """Load what the first question would otherwise wait for: the pipeline (and its classifier),
         the embedding model, the term statistics, the lexicon and segment features of the provision
-        ranking, the language model of the offline language check and, for graph configs, the
+        ranking, the language model of the offline language check, the table of place and language
+        names and, for graph configs, the
         knowledge graph. Without `collection`: for every served collection."""
         collections = [collection] if collection else self.served_collections()
         self.pipeline  # noqa: B018 - builds the embedder, generator, policy (trains a missing classifier)
@@ -339,6 +341,7 @@ class Components:
         uses_graph = name != "default" and get_config(name).kg and self.knowledge_graph is not None
         if self.pipeline.language is not None:
             self.pipeline.language.warm_up()
+        place_and_language_names()  # the extractive generator's name check (tens of ms on first use)
         for name_ in collections:
             self.term_stats(name_)
             self.lexicon(name_)
