@@ -332,8 +332,8 @@ class Components:
         """Load what the first question would otherwise wait for: the pipeline (and its classifier),
         the embedding model, the term statistics, the lexicon and segment features of the provision
         ranking, the language model of the offline language check, the table of place and language
-        names and, for graph configs, the
-        knowledge graph. Without `collection`: for every served collection."""
+        names and, for graph configs, the knowledge graph. Without `collection`: for every served
+        collection."""
         collections = [collection] if collection else self.served_collections()
         self.pipeline  # noqa: B018 - builds the embedder, generator, policy (trains a missing classifier)
         self.embedder.embed_queries(["warm up"])  # loads the model (or exports it to ONNX once)
