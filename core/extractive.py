@@ -407,13 +407,29 @@ def unknown_names(question: str, stats: TermStats) -> list[str]:
                 continue  # a date, or the law's own name ("LL144", "DCWP")
             if re.match(r"\s+\(?\d", text[m.end() :]) and word.lower() in english_words():
                 continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
-            if all(stats.doc_freq.get(t, 0) == 0 for t in terms):
+            if all(stats.doc_freq.get(t, 0) == 0 for t in terms) and not _known_alternative(text, m, stats):
                 names.append(word)
         for m in _LOWER_WORD.finditer(text):  # "in spanish", "we also hire in illinois"
             word = m.group(0)
             if word in place_and_language_names() and all(stats.doc_freq.get(t, 0) == 0 for t in content_terms(word)):
                 names.append(word.capitalize())
     return names
+
+
+# "national regulators or Brussels?", "Brussels or the member states?": the word across the "or".
+_OR_BEFORE = re.compile(r"([\w-]+)\s+or\s+(?:the\s+)?$", re.IGNORECASE)
+_OR_AFTER = re.compile(r"^\s+or\s+(?:the\s+)?([\w-]+)", re.IGNORECASE)
+
+
+def _known_alternative(text: str, name: re.Match, stats: TermStats) -> bool:
+    """The name is one side of an either/or whose other side the collection uses: the question asks
+    which of the two, and the regulations can say ("national regulators or Brussels?")."""
+    before = _OR_BEFORE.search(text[: name.start()])
+    after = _OR_AFTER.match(text[name.end() :])
+    others = [m.group(1) for m in (before, after) if m is not None]
+    return any(
+        content_terms(word) and all(stats.doc_freq.get(t, 0) > 0 for t in content_terms(word)) for word in others
+    )
 
 
 def _joined(names: list[str]) -> str:
