@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from core.conversation import ConversationService, Delivery, IncomingMessage, Reply
 
 if TYPE_CHECKING:
-    from bot.metrics import Metrics
+    from core.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from bot.cli_common import load_settings  # sets the offline environment first  # isort: skip
+from core.errors import KGLimitExceeded
 from core.kg.model import KGData
-from storage.kg_store import DEFAULT_LIMITS, KGLimitExceeded, load_payload
+from storage.kg_store import DEFAULT_LIMITS, load_payload
 
 
 def _p50_ms(call, repeat: int) -> float:

@@ -229,7 +229,8 @@ def ingest(
     beside it with its folder in the id (`b-rules`), and the output says so. `hypa index documents`
     lists what a collection holds; `hypa index remove` takes a document out.
     """
-    from core.ingestion import InvalidDocumentId, check_doc_id
+    from core.errors import InvalidDocumentId
+    from core.ingestion import check_doc_id
 
     settings = _settings()
     explicit: dict[Path, str] = {}
@@ -290,7 +291,7 @@ def index_remove(
     doc_ids: list[str] = typer.Argument(..., help="Document ids, as `hypa index documents` lists them."),
 ) -> None:
     """Remove documents (their chunks and their record) from a collection."""
-    from storage.index import IndexUnavailable, IndexWriteError
+    from core.errors import IndexUnavailable, IndexWriteError
 
     settings = _settings()
     components = _components(settings)
@@ -333,17 +334,9 @@ def index_migrate(
     collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Copy only this collection (default: all)."),
 ) -> None:
     """Copy the embedded index (chunks and their vectors, no re-embedding) into Weaviate; resumable."""
-    from weaviate.exceptions import WeaviateBaseError
-
+    from core.errors import IndexUnavailable, IndexWriteError, MigrationError, WeaviateUnavailable
     from storage.embedded import EmbeddedIndex
-    from storage.weaviate_index import (
-        MigrationError,
-        WeaviateIndex,
-        WeaviateUnavailable,
-        WeaviateWriteError,
-        copy_collection,
-        tenant_name,
-    )
+    from storage.weaviate_index import WeaviateIndex, copy_collection, tenant_name
 
     if to != "weaviate":
         _fail(f"--to must be weaviate (the only other backend), got {to!r}")
@@ -377,7 +370,7 @@ def index_migrate(
                 )
     except WeaviateUnavailable as exc:
         _fail(str(exc))
-    except (WeaviateWriteError, MigrationError, WeaviateBaseError) as exc:
+    except (IndexUnavailable, IndexWriteError, MigrationError) as exc:  # reached, but it failed a request
         _fail(f"migration stopped (run the command again to resume): {exc}")
     finally:
         target.close()
@@ -398,7 +391,8 @@ def _checked_config(name: Optional[str]) -> Optional[str]:
     """The config name if it exists (clear error listing the known ones otherwise)."""
     if name is None or name == "default":
         return name
-    from core.params import ConfigError, load_configs
+    from core.errors import ConfigError
+    from core.params import load_configs
 
     try:
         known = load_configs()
@@ -419,22 +413,14 @@ def _print_result(result, as_json: bool) -> None:
 
 
 def _index_collections(components) -> list[str]:
-    """The index's collections, or a one-line error when the index backend cannot be reached."""
-    from storage.weaviate_index import WeaviateUnavailable  # no weaviate import: cheap
+    """The index's collections, or a one-line error when the index backend cannot serve (unreachable,
+    or it failed the request: wrong API key, permissions, a server error)."""
+    from core.errors import IndexUnavailable
 
     try:
         return components.index.collections()
-    except WeaviateUnavailable as exc:
-        _fail(f"{exc} (HYPA_INDEX=weaviate)")
-    except Exception as exc:
-        if components.settings.index_backend != "weaviate":
-            raise
-        from weaviate.exceptions import WeaviateBaseError
-
-        if not isinstance(exc, WeaviateBaseError):
-            raise
-        # Reached, but it failed the request (wrong API key, permissions, server error): say so, no traceback.
-        _fail(f"Weaviate answered with an error (HYPA_INDEX=weaviate): {exc}")
+    except IndexUnavailable as exc:
+        _fail(f"{exc} (HYPA_INDEX={components.settings.index_backend})")
 
 
 def _check_collection(components, collection: str) -> None:
@@ -549,9 +535,9 @@ def eval_report(
     `must_include`) gets provision recall, fact recall, cited, false refusals, unanswerable refused
     and context tokens, overall and per kind.
     """
+    from core.errors import DatasetError
     from core.eval import DEFAULT_SCOPE_REVIEW, build_report, render_markdown, render_rich
     from core.eval.report import read_results
-    from core.eval.run import DatasetError
     from core.eval.user_style import build_user_report, is_user_style, render_user_markdown, render_user_rich
 
     for p in (results, gold):
@@ -594,7 +580,7 @@ def eval_split(
     The split is fixed by a hash of each question's id, so it never changes between runs; a
     follow-up stays with the question it follows. Tune on the study part, report both.
     """
-    from core.eval.run import DatasetError
+    from core.errors import DatasetError
     from core.eval.split import split_dataset
 
     if not dataset.is_file():

@@ -101,7 +101,7 @@ def train(
 ) -> None:
     """Train on the training groups, compare kinds on the noisy variants of held-out groups, save the best."""
     from core.complexity import KINDS, ComplexityClassifier, choose_best, classifier_dir
-    from core.complexity_tokens import TokenStatesError
+    from core.errors import TokenStatesError
 
     settings = _settings()
     class_list = _class_list(classes)
@@ -166,7 +166,8 @@ def evaluate(
     csv_path: Path | None = typer.Option(None, "--csv", help="CSV to score (default: the training CSV)."),
 ) -> None:
     """Score the saved classifier on the group-held-out noisy split it was validated on."""
-    from core.complexity import ClassifierArtifactError, classifier_dir, evaluate_artifact, load_classifier
+    from core.complexity import classifier_dir, evaluate_artifact, load_classifier
+    from core.errors import ClassifierArtifactError
 
     settings = _settings()
     path = _train_csv(settings, csv_path)
@@ -191,7 +192,8 @@ def predict(
     classes: int = typer.Option(3, "--classes", help="2 or 3."),
 ) -> None:
     """Label every question of a CSV (0 = one piece of context, 1 = two, 2 = three or more)."""
-    from core.complexity import ClassifierArtifactError, classifier_dir, ensure_classifier, load_classifier
+    from core.complexity import classifier_dir, ensure_classifier, load_classifier
+    from core.errors import ClassifierArtifactError
 
     if classes not in (2, 3):
         _fail(f"--classes must be 2 or 3, got {classes}")

@@ -31,11 +31,13 @@ def setup_error_types() -> tuple[type[BaseException], ...]:
     Each carries a message that says what to fix, so the CLI prints it instead of a traceback.
     Imported here, not at module level, so `hypa --help` stays fast.
     """
-    from core.complexity import ClassifierArtifactError
-    from core.complexity_tokens import TokenStatesError
-    from core.linear import ModelWeightsError
-    from core.params import ConfigError
-    from core.rerank import RerankerUnavailable
+    from core.errors import (
+        ClassifierArtifactError,
+        ConfigError,
+        ModelWeightsError,
+        RerankerUnavailable,
+        TokenStatesError,
+    )
     from storage.embedder import EmbeddingModelNotFound
 
     return (

@@ -21,9 +21,8 @@ def _components():
 
 def _load(components, collection: str):
     """(KGData, graph) of a collection, or a clear error."""
+    from core.errors import KGFormatError, UnsafeKGFile
     from core.kg.graph import build_graph
-    from core.kg.model import KGFormatError
-    from storage.kg_store import UnsafeKGFile
 
     try:
         data = components.kg_store.load(collection)

@@ -85,8 +85,9 @@ def ranker_train(
 @ranker_app.command("show")
 def ranker_show(path: Path | None = typer.Argument(None, help="A weights file [default: HYPA_RANKER_WEIGHTS, else the shipped weights].")) -> None:
     """Print the models' weights and what they were trained on."""
+    from core.errors import ModelWeightsError
     from core.extractive import SENTENCE_FEATURES
-    from core.linear import DEFAULT_WEIGHTS_FILE, ModelWeightsError, load_model, trained_on
+    from core.linear import DEFAULT_WEIGHTS_FILE, load_model, trained_on
     from core.ranking import FEATURES
 
     path = path or load_settings().ranker_weights or DEFAULT_WEIGHTS_FILE

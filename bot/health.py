@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from storage.index import ChunkIndex
+from core.index import ChunkIndex
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 """Prometheus metrics for one process: requests, per-stage latency, LLM tokens, errors, feedback.
 
-A registry per instance (no module-level global state), exposed at /metrics by bot.http_app.
+Implements core.metrics.Metrics, which the conversation service and the adapters report to. A registry
+per instance (no module-level global state), exposed at /metrics by bot.http_app.
 """
 from __future__ import annotations
 
@@ -47,10 +48,13 @@ class Metrics:
 
     def observe_result(self, platform: str, result: PipelineResult) -> None:
         """One answered message (duplicates: count_duplicate; pipeline failures: the service counts "error")."""
-        self.requests.labels(platform, "refused" if result.answer.refused else "answered").inc()
+        self.count_request(platform, "refused" if result.answer.refused else "answered")
         for stage, ms in result.timings_ms.items():
             self.stage_seconds.labels(stage).observe(ms / 1000.0)
         self.count_llm_tokens(result.answer)
+
+    def count_request(self, platform: str, outcome: str) -> None:
+        self.requests.labels(platform, outcome).inc()
 
     def count_llm_tokens(self, answer: Answer) -> None:
         """The tokens an answer cost (also for Claude's answer arriving after the quoted one was shown)."""
@@ -63,7 +67,7 @@ class Metrics:
                 self.llm_tokens.labels(model, kind).inc(n)
 
     def count_duplicate(self, platform: str) -> None:
-        self.requests.labels(platform, "duplicate").inc()
+        self.count_request(platform, "duplicate")
 
     def count_takeover(self, platform: str) -> None:
         self.takeovers.labels(platform).inc()

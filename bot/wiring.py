@@ -11,6 +11,7 @@ from bot.settings import Settings
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
 from core.answer_watch import AnswerWatch
 from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator
+from core.index import ChunkIndex
 from core.ingestion import IngestOutcome, IngestProgress, ingest_file
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, QuestionLimits
@@ -27,13 +28,12 @@ from core.termstats import TermStats
 from core.types import Chunk, RetrievalParams
 from storage.embedded import EmbeddedIndex
 from storage.embedder import Embedder, embedding_progress
-from storage.index import ChunkIndex
 from storage.sentence_vectors import SentenceVectorStore
 
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from bot.metrics import Metrics
+    from core.metrics import Metrics
     from core.conversation_service import StoredConversationService
     from storage.sql import ConversationStore
 

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import ClassifierArtifactError, ClassifierDataError
+
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
@@ -68,14 +70,6 @@ _CHAR_MIN_DF = 2
 _SVM_C = 0.3
 _LR_C = 20.0
 _EMBED_LR_C = 10.0
-
-
-class ClassifierDataError(ValueError):
-    """The training CSV is missing, lacks a column, or has a bad label."""
-
-
-class ClassifierArtifactError(ValueError):
-    """A saved classifier folder is missing files or was written by an incompatible version."""
 
 
 # --- data ---------------------------------------------------------------------------------------
@@ -611,12 +605,10 @@ def choose_best(
 
 
 def _default_embed(embed: EmbedFn | None, model_id: str) -> tuple[EmbedFn, str]:
-    if embed is not None:
-        return embed, model_id or "custom"
-    from storage.embedder import Embedder
-
-    embedder = Embedder()
-    return embedder.embed_queries, embedder.model_id
+    # The embedder lives in storage/ (core does not import it): the caller passes its embed_queries.
+    if embed is None:
+        raise ValueError("an embed-lr classifier needs an embed function (the embedder's embed_queries)")
+    return embed, model_id or "custom"
 
 
 def _embed_cached(

@@ -29,6 +29,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from core.errors import TokenStatesError
+
 KIND = "tfidf-svm+tokcnn"
 HEAD_FORMAT_VERSION = 1
 MAX_TOKENS = 64  # [CLS] + [SEP] included; 99% of the training questions are shorter
@@ -43,10 +45,6 @@ BATCH_SIZE = 32
 DROPOUT = 0.1
 WEIGHT_DECAY = 0.01
 TRAIN_SEED = 0
-
-
-class TokenStatesError(RuntimeError):
-    """The token encoder's weights are missing, or differ from those the head was trained on."""
 
 
 @runtime_checkable
@@ -138,8 +136,9 @@ class MiniLMInputStates:
 
 
 def default_token_states(model: str | Path | None = None) -> MiniLMInputStates:
-    """The packaged all-MiniLM-L6-v2 (or a local folder), as `storage.embedder` resolves it."""
-    from storage.embedder import EmbeddingModelNotFound, resolve_model_dir
+    """The packaged all-MiniLM-L6-v2 (or a local folder), as `core.model_files` resolves it."""
+    from core.errors import EmbeddingModelNotFound
+    from core.model_files import resolve_model_dir
 
     try:
         return MiniLMInputStates(resolve_model_dir(model or None))
@@ -288,7 +287,8 @@ class TokenCnnClassifier:
              model: str | Path | None = None) -> TokenCnnClassifier:
         """`meta` is the folder's parsed meta.json. `token_states` overrides the MiniLM prefix (tests);
         otherwise it is rebuilt from the packaged model (or `model`) and must match the fingerprint."""
-        from core.complexity import ClassifierArtifactError, ComplexityClassifier
+        from core.complexity import ComplexityClassifier
+        from core.errors import ClassifierArtifactError
 
         path = Path(path)
         if meta.get("format_version") != HEAD_FORMAT_VERSION:

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Literal, Protocol
 
+# The adapters and the store import these two from here, the conversation seam they belong to.
+from core.errors import AnswerNotShownHere as AnswerNotShownHere
+from core.errors import UnknownAnswer as UnknownAnswer
 from core.types import Citation
 
 Rating = Literal[-1, 0, 1]  # 0 = the rating was removed (reaction removed)
@@ -98,15 +101,6 @@ class FeedbackOutcome:
     answer_id: str
     rating: Rating  # the rater's current rating after the event
     changed: bool  # False when the event repeated the current state (e.g. a double click)
-
-
-class UnknownAnswer(LookupError):
-    """Feedback or a lookup referred to an answer id the store does not have."""
-
-
-class AnswerNotShownHere(LookupError):
-    """A rating for an answer that was not posted on this platform and chat (a button carrying another
-    chat's or another platform's answer id): it is not recorded."""
 
 
 class ConversationService(Protocol):

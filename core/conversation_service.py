@@ -27,18 +27,20 @@ import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import asdict, replace
-from typing import TYPE_CHECKING
-
 from core.answer_watch import AnswerWatch
 from core.conversation import Delivery, FeedbackEvent, FeedbackOutcome, IncomingMessage, Reply
+from core.conversation_store import (
+    MAX_CLAIM_ATTEMPTS,
+    AnswerRecord,
+    ConversationStore,
+    MessageClaim,
+    Outcome,
+    StoredAnswer,
+)
 from core.llm.answer_window import answer_window
+from core.metrics import Metrics
 from core.pipeline import AnswerPipeline
 from core.types import PipelineResult
-from storage.sql.records import AnswerRecord, MessageClaim, Outcome, StoredAnswer
-from storage.sql.store import MAX_CLAIM_ATTEMPTS, ConversationStore
-
-if TYPE_CHECKING:  # prometheus_client is only needed by the process that serves metrics
-    from bot.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +330,7 @@ class StoredConversationService:
         if self.metrics is None:
             return
         if result is None:
-            self.metrics.requests.labels(message.platform, "error").inc()
+            self.metrics.count_request(message.platform, "error")
             self.metrics.count_error("gave_up" if given_up else "pipeline")
         else:
             self.metrics.observe_result(message.platform, result)

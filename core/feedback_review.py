@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 
+from core.conversation_store import RatedAnswer, StoredAnswer
 from core.question_type import QUESTION_TYPES, classify_question
 from core.types import Turn
-from storage.sql.records import RatedAnswer, StoredAnswer
 
 # Our question types that match a type of the eval dev set (shared/README.md); the rest are left
 # for the reviewer to label.

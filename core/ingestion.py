@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Literal, Protocol, Sequence
 
+from core.errors import DocumentError, IndexUnavailable, IndexWriteError, InvalidDocumentId
+from core.index import ChunkIndex, DocumentInfo
 from core.ingest.chunker import CHUNKING_VERSION, chunk_document
-from core.ingest.loaders import DocumentError, load_document
+from core.ingest.loaders import load_document
 from core.types import Chunk
-from storage.index import ChunkIndex, DocumentInfo, IndexUnavailable, IndexWriteError
 
 SUPPORTED_SUFFIXES = (".pdf", ".md", ".markdown", ".txt", ".html", ".htm")
 _DOC_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -151,10 +152,6 @@ def _candidate_ids(path: Path) -> Iterable[str]:
     while True:
         yield f"{prefix}-{n}"
         n += 1
-
-
-class InvalidDocumentId(ValueError):
-    """An explicit document id hypa cannot use; the message says what is allowed."""
 
 
 def check_doc_id(doc_id: str) -> str:

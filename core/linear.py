@@ -18,11 +18,9 @@ from typing import Mapping
 
 import numpy as np
 
+from core.errors import ModelWeightsError
+
 DEFAULT_WEIGHTS_FILE = Path(__file__).with_name("ranking_weights.json")
-
-
-class ModelWeightsError(ValueError):
-    """The weights file is missing, malformed, or made for other features."""
 
 
 @dataclass(frozen=True)

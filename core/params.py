@@ -18,11 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from core.errors import ConfigError
+
 DEFAULT_CONFIG_PATH = Path(__file__).resolve().parent.parent / "bot" / "retrieval_configs.toml"
-
-
-class ConfigError(ValueError):
-    """The retrieval config file is missing, not TOML, or fails validation (message names the key)."""
 
 
 class RowSpec(BaseModel):

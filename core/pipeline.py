@@ -15,6 +15,8 @@ import numpy as np
 
 from core.adaptive import FixedPolicy, ParamPolicy
 from core.context_budget import select_contexts
+from core.fusion import reciprocal_rank_fusion
+from core.index import ChunkIndex
 from core.language import LanguageDetector
 from core.lexicon import Lexicon, NormalisedQuestion
 from core.query import QueryPlan
@@ -23,8 +25,6 @@ from core.rerank import NoReranker, Reranker
 from core.rewriter import OfflineRewriter, QueryRewriter
 from core.text import word_set
 from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
-from storage.fusion import reciprocal_rank_fusion
-from storage.index import ChunkIndex
 
 log = logging.getLogger(__name__)
 

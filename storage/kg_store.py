@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.kg.model import KGData, KGFormatError
-from storage.files import atomic_write_bytes
+from core.errors import KGFormatError, KGLimitExceeded, UnsafeKGFile
+from core.files import atomic_write_bytes
+from core.kg.model import KGData
 
 PICKLE_PROTOCOL = 4
 _PLAIN = (dict, list, tuple, str, int, float, bool, type(None))
@@ -68,14 +69,6 @@ _DATA_OF = {
     "NEXT_BUFFER": "an out-of-band buffer", "READONLY_BUFFER": "an out-of-band buffer",
 }
 _STRING_OPCODES = frozenset({"UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8"})
-
-
-class UnsafeKGFile(ValueError):
-    """The file asks to load code or objects that are not plain data; it was not loaded."""
-
-
-class KGLimitExceeded(UnsafeKGFile):
-    """The file is larger, more shared, deeper or slower to read than a knowledge graph may be."""
 
 
 @dataclass(frozen=True)
@@ -224,7 +217,7 @@ def _check_plain(data: Any, deadline: float, limits: KGLoadLimits, payload_size:
 
 
 class KGStore:
-    """`<kg_dir>/<collection>.kg.pkl` per collection."""
+    """`<kg_dir>/<collection>.kg.pkl` per collection (implements core.kg.build.KGStore)."""
 
     def __init__(self, directory: Path, limits: KGLoadLimits = DEFAULT_LIMITS) -> None:
         self.directory = Path(directory)

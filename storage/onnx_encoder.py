@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.errors import OnnxExportError
+
 if TYPE_CHECKING:
     import onnxruntime
     from tokenizers import Tokenizer
@@ -32,10 +34,6 @@ _CHECK_TEXTS = (
     "¿Qué es una auditoría de sesgo?",
 )
 _MAX_ABS_DIFF = 1e-4  # measured difference here: ~2e-7
-
-
-class OnnxExportError(RuntimeError):
-    """The model could not be exported to ONNX, or the export did not reproduce the PyTorch vectors."""
 
 
 def supports_onnx(model_dir: Path) -> bool:

@@ -25,6 +25,7 @@ collection is its own tenant (auto-created on first import). Give every workspac
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -37,11 +38,20 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from core.errors import (
+    CollectionNotFound,
+    HypaError,
+    MigrationError,
+    WeaviateImportError,
+    WeaviateRequestError,
+    WeaviateUnavailable,
+    WeaviateWriteError,
+)
+from core.fusion import check_hybrid_args
+from core.index import DocumentInfo, FusionMethod
 from core.types import Chunk, ScoredChunk
-from storage.embedded import BM25_PARAMS, CollectionNotFound, embedded_view
+from storage.embedded import BM25_PARAMS, embedded_view
 from storage.embedder import TextEmbedder
-from storage.fusion import check_hybrid_args
-from storage.index import DocumentInfo, FusionMethod, IndexUnavailable, IndexWriteError
 
 log = logging.getLogger(__name__)
 
@@ -62,31 +72,47 @@ _FUSION_TYPES = {"rankedFusion": "RANKED", "relativeScoreFusion": "RELATIVE_SCOR
 _DOCUMENT_STORED_TEXT = ("source", "ingested_at")  # stored with each document record, never searched
 
 
-class WeaviateUnavailable(IndexUnavailable):
-    """WEAVIATE_URL is unset, or the server cannot be reached / refused the connection."""
+# -- errors -------------------------------------------------------------------------------------
+# Callers of the ChunkIndex see hypa's errors only (core/errors.py): the client's WeaviateBaseError
+# (a failed gRPC call, an unexpected HTTP status) is wrapped where it leaves a public method.
 
 
-class WeaviateWriteError(IndexWriteError):
-    """A write to Weaviate did not fully happen (import or delete); the message says what is left."""
+def _is_client_error(exc: BaseException) -> bool:
+    if isinstance(exc, HypaError):
+        return False
+    from weaviate.exceptions import WeaviateBaseError  # loaded already: the client raised it
+
+    return isinstance(exc, WeaviateBaseError)
 
 
-class MigrationError(RuntimeError):
-    """The embedded collection cannot be copied as it is (vector size, concurrent rewrites)."""
+def _reads(method):
+    """A read that Weaviate fails raises WeaviateRequestError (an IndexUnavailable): it cannot serve."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            if not _is_client_error(exc):
+                raise
+            raise WeaviateRequestError(f"Weaviate answered with an error: {exc}") from exc
+
+    return wrapper
 
 
-class WeaviateImportError(WeaviateWriteError):
-    """Objects Weaviate rejected during a batch import; nothing is dropped silently."""
+def _writes(method):
+    """A write that Weaviate fails raises WeaviateWriteError (an IndexWriteError)."""
 
-    def __init__(self, collection: str, doc_id: str, failures: Sequence[tuple[str, str]]) -> None:
-        self.collection = collection
-        self.doc_id = doc_id
-        self.failures = list(failures)  # (chunk id, Weaviate's message)
-        shown = "\n".join(f"  {cid}: {msg}" for cid, msg in self.failures[:10])
-        more = f"\n  ... and {len(self.failures) - 10} more" if len(self.failures) > 10 else ""
-        super().__init__(
-            f"Weaviate rejected {len(self.failures)} chunk(s) of {collection}/{doc_id}; the document's "
-            f"recorded hash is unchanged, so the next ingest retries it:\n{shown}{more}"
-        )
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            if not _is_client_error(exc):
+                raise
+            raise WeaviateWriteError(f"Weaviate answered a write with an error: {exc}") from exc
+
+    return wrapper
 
 
 # -- connection ---------------------------------------------------------------------------------
@@ -408,6 +434,7 @@ class WeaviateIndex:
         if finalizer is not None:
             finalizer()  # closes the client (once)
 
+    @_writes
     def ensure_schema(self) -> None:
         """Create both Weaviate collections if missing (idempotent; writers call it)."""
         if self._schema_ready:
@@ -457,6 +484,7 @@ class WeaviateIndex:
 
     # -- read API ------------------------------------------------------------------------------
 
+    @_reads
     def collections(self) -> list[str]:
         if not self._has_schema():
             return []
@@ -481,16 +509,20 @@ class WeaviateIndex:
             )
         return records
 
+    @_reads
     def documents(self, collection: str) -> dict[str, str]:
         return {doc: r.content_hash for doc, r in sorted(self._document_records(collection).items())}
 
+    @_reads
     def document_info(self, collection: str) -> list[DocumentInfo]:
         return [r for _, r in sorted(self._document_records(collection).items())]
 
+    @_reads
     def document_hash(self, collection: str, doc_id: str) -> str | None:
         record = self._document_records(collection).get(doc_id)
         return record.content_hash if record else None
 
+    @_reads
     def chunks(self, collection: str) -> list[Chunk]:
         """Every chunk in document order (by doc_id, then position), one query per document."""
         chunks: list[Chunk] = []
@@ -508,6 +540,7 @@ class WeaviateIndex:
             chunks.extend(properties_to_chunk(o.properties) for o in ordered)
         return chunks
 
+    @_reads
     def hybrid_search(
         self,
         query: str,
@@ -538,6 +571,7 @@ class WeaviateIndex:
         vectors = self.embedder.embed_passages([embedded_view(c) for c in chunks]) if chunks else None
         self.import_document(collection, doc_id, content_hash, chunks, vectors, source=source)
 
+    @_writes
     def import_document(
         self,
         collection: str,
@@ -640,6 +674,7 @@ class WeaviateIndex:
         if result.errors:
             raise WeaviateImportError(collection, doc_id, [(f"document:{doc_id}", e.message) for e in result.errors.values()])
 
+    @_writes
     def delete_document(self, collection: str, doc_id: str) -> None:
         """Remove a document's chunks, then its record; unknown doc_id is a no-op."""
         if self.document_hash(collection, doc_id) is None:

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.errors import PromptNotFound, UngroundedAnswerError, UnknownModelPrice
 from core.extractive import REFUSAL_TEXT
 from core.llm.claude_generator import (
     DEFAULT_ANSWER_MODEL,
@@ -22,16 +23,9 @@ from core.llm.claude_generator import (
     check_citation,
     find_ignoring_whitespace,
 )
-from core.llm.client import (
-    CircuitBreaker,
-    FallbackGenerator,
-    RetryPolicy,
-    UngroundedAnswerError,
-    model_request_options,
-    parse_retry_after,
-)
-from core.llm.cost import PRICES, cost_per_1000_questions, estimate_cost, price_for, UnknownModelPrice
-from core.llm.prompts import PromptNotFound, load_prompt
+from core.llm.client import CircuitBreaker, FallbackGenerator, RetryPolicy, model_request_options, parse_retry_after
+from core.llm.cost import PRICES, cost_per_1000_questions, estimate_cost, price_for
+from core.llm.prompts import load_prompt
 from core.types import Answer, ScoredChunk, Turn
 from storage.llm_failures import JsonlFailureRecorder, MemoryFailureRecorder
 from tests.fakes.anthropic_client import make_client

@@ -6,8 +6,7 @@ import typer
 from typer.testing import CliRunner
 
 from bot.cli_common import SetupErrorsAsMessages
-from core.params import ConfigError
-from core.rerank import RerankerUnavailable
+from core.errors import ConfigError, RerankerUnavailable
 from storage.embedder import EmbeddingModelNotFound
 
 

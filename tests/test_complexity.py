@@ -13,8 +13,6 @@ import pytest
 
 from core.complexity import (
     DEFAULT_TRAIN_CSV,
-    ClassifierArtifactError,
-    ClassifierDataError,
     ComplexityClassifier,
     Metrics,
     _TfidfBlock,
@@ -26,6 +24,7 @@ from core.complexity import (
     load_examples,
     to_classes,
 )
+from core.errors import ClassifierArtifactError, ClassifierDataError
 
 # --- synthetic data (written for the tests: the number of asks decides the label) ---------------
 
@@ -204,6 +203,12 @@ def test_two_class_logistic_regression(synthetic_csv):
     assert len(metrics.confusion) == 2
     assert model.predict("What is the test data?") == 0
     assert model.predict("what is the test data, who handles the audit summary and when is the penalty amount due") == 1
+
+
+def test_an_embedding_head_is_trained_on_the_callers_embedder(synthetic_csv):
+    """core/ never loads the embedder itself (it lives in storage/): an embed-lr classifier needs one."""
+    with pytest.raises(ValueError, match="needs an embed function"):
+        ComplexityClassifier.train(synthetic_csv, 3, "embed-lr")
 
 
 def test_embedding_head_uses_the_precomputed_vector(synthetic_csv, tmp_path):

@@ -8,20 +8,14 @@ import re
 import numpy as np
 import pytest
 
-from core.complexity import (
-    TOKEN_CNN_KIND,
-    ClassifierArtifactError,
-    ComplexityClassifier,
-    Metrics,
-    choose_best,
-    load_classifier,
-)
+from core.complexity import TOKEN_CNN_KIND, ComplexityClassifier, Metrics, choose_best, load_classifier
 from core.complexity_tokens import (
     CnnHead,
     TokenCnnClassifier,
     svm_log_probs,
     train_cnn_head,
 )
+from core.errors import ClassifierArtifactError
 from tests.test_complexity import write_synthetic_csv
 
 torch = pytest.importorskip("torch")  # training needs torch; inference does not
@@ -191,7 +185,7 @@ def test_numpy_input_states_equal_transformers_embedding_output():
     from transformers import AutoModel
 
     from core.complexity_tokens import default_token_states
-    from storage.embedder import resolve_model_dir
+    from core.model_files import resolve_model_dir
 
     states = default_token_states()
     assert states.fingerprint["layers"] == 0 and states.dim == 384

@@ -8,18 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.errors import CollectionNotFound, EmbedderMismatch
+from core.index import ChunkIndex
 from core.types import Chunk
 from storage import embedded
-from storage.embedded import (
-    CollectionNotFound,
-    DocumentUpdate,
-    EmbeddedIndex,
-    EmbedderMismatch,
-    embedded_view,
-    word_tokens,
-)
+from storage.embedded import DocumentUpdate, EmbeddedIndex, embedded_view, word_tokens
 from storage.embedder import HashingEmbedder
-from storage.index import ChunkIndex
 
 COLL = "ll144"
 

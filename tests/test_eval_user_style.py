@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli import app
-from core.eval.run import DatasetError
+from core.errors import DatasetError
 from core.eval.split import group_ids, part_of, split_dataset
 from core.eval.user_style import build_user_report, fold, is_refusal, is_user_style, overlaps, render_user_markdown
 

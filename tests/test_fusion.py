@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.fusion import fuse, ranked_fusion, relative_score_fusion
+from core.fusion import fuse, ranked_fusion, relative_score_fusion
 
 KEYWORD = [("A", 10.0), ("B", 6.0), ("C", 2.0)]
 VECTOR = [("B", 0.9), ("D", 0.7), ("A", 0.5)]

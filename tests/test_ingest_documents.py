@@ -191,8 +191,8 @@ def test_the_manifest_corpora_keep_their_document_ids(tmp_path, monkeypatch):
     ],
 )
 def test_document_key_rules(tmp_path, holder, expected):
+    from core.index import DocumentInfo
     from core.ingestion import document_key
-    from storage.index import DocumentInfo
 
     path = rules(tmp_path / "b" / "rules.md", "gadget")
     holder = DocumentInfo("rules", holder[0], 1, source=holder[1]) if holder else None

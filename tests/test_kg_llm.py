@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from core.errors import MalformedResponseError
 from core.kg.llm import (
     ExtractionCache,
     LLMExtractor,
@@ -15,7 +16,6 @@ from core.kg.llm import (
     parse_triplets,
 )
 from core.kg.offline import OfflineExtractor
-from core.llm.client import MalformedResponseError
 from tests.fakes.anthropic_client import make_client
 from tests.fakes.anthropic_server import message, overloaded, reply
 from tests.helpers import TOY_CHUNKS

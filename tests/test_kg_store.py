@@ -7,9 +7,10 @@ import pickle
 
 import pytest
 
-from core.kg.model import KGData, KGFormatError
+from core.errors import KGFormatError, UnsafeKGFile
+from core.kg.model import KGData
 from core.kg.offline import OfflineExtractor
-from storage.kg_store import KGStore, UnsafeKGFile, load_payload, loads_plain
+from storage.kg_store import KGStore, load_payload, loads_plain
 from tests.helpers import TOY_CHUNKS
 
 
@@ -251,7 +252,7 @@ def _finishes(call, timeout: float = 10.0):
 def test_a_259_byte_shared_reference_bomb_is_refused_at_once():
     import pickletools
 
-    from storage.kg_store import KGLimitExceeded
+    from core.errors import KGLimitExceeded
 
     payload = _doubling_bomb(40)
     assert len(payload) < 300
@@ -266,7 +267,7 @@ def test_a_259_byte_shared_reference_bomb_is_refused_at_once():
 
 
 def test_a_bomb_inside_a_real_graph_file_is_refused_by_the_store(tmp_path):
-    from storage.kg_store import KGLimitExceeded
+    from core.errors import KGLimitExceeded
 
     plain = _data().to_plain()
     plain["triplets"].append(pickle.loads(_doubling_bomb(40)))  # in a field the shape check reads last
@@ -280,7 +281,7 @@ def test_a_bomb_inside_a_real_graph_file_is_refused_by_the_store(tmp_path):
 def test_modest_sharing_loads_and_a_list_that_contains_itself_does_not():
     """pickle's memo shares equal strings, () is a singleton, and `tuple(t)` returns t itself: a few
     shared references expand little and load; a cycle would expand forever."""
-    from storage.kg_store import KGLimitExceeded
+    from core.errors import KGLimitExceeded
 
     name = "shared entity name"
     row = ("a", "b", "c", "d", "e", False)
@@ -293,7 +294,8 @@ def test_modest_sharing_loads_and_a_list_that_contains_itself_does_not():
 
 
 def test_size_depth_and_time_bounds_name_their_setting(tmp_path):
-    from storage.kg_store import KGLimitExceeded, KGLoadLimits
+    from core.errors import KGLimitExceeded
+    from storage.kg_store import KGLoadLimits
 
     store = KGStore(tmp_path, KGLoadLimits(max_bytes=1000))
     data = _data()

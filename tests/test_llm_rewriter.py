@@ -15,7 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.llm.client import CircuitBreaker, MalformedResponseError, RetryPolicy
+from core.errors import MalformedResponseError
+from core.llm.client import CircuitBreaker, RetryPolicy
 from core.llm.prompts import load_prompt
 from core.llm.rewriter import (
     LLMRewriter,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.ingest.loaders import DocumentError, _rejoin_hyphenated, load_document, normalize_text
+from core.errors import DocumentError
+from core.ingest.loaders import _rejoin_hyphenated, load_document, normalize_text
 
 CORPUS = Path(os.environ.get("HYPA_CORPUS_MIRROR", Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus"))
 RULES = CORPUS / "ll144" / "LL144_rules.pdf"

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import storage.embedder as embedder_module
-from storage.embedder import Embedder, packaged_model_dir
-from storage.onnx_encoder import OnnxExportError, supports_onnx
+from core.errors import OnnxExportError
+from core.model_files import packaged_model_dir
+from storage.embedder import Embedder
+from storage.onnx_encoder import supports_onnx
 
 TEXTS = [
     "Do I need a bias audit before using an automated employment decision tool?",

@@ -6,7 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.params import DEFAULT_CONFIG_PATH, ConfigError, ParamRow, load_configs, parse_configs
+from core.errors import ConfigError
+from core.params import DEFAULT_CONFIG_PATH, ParamRow, load_configs, parse_configs
 
 # HyPA-RAG (arXiv 2409.09046): label -> (top_k, Q, K, S).
 PAPER_2CLASS = {0: (5, 3, 4, 2), 1: (10, 5, 5, 3)}

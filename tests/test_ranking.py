@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from core.linear import LinearModel, ModelWeightsError, load_model, save_models
+from core.errors import ModelWeightsError
+from core.linear import LinearModel, load_model, save_models
 from core.query import QueryPlan
 from core.asks import defined_terms
 from core.ranking import FEATURES, FeatureBuilder, ProvisionRanker, named_provisions

@@ -18,11 +18,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from core.errors import RerankerUnavailable  # noqa: E402
 from core.rerank import (  # noqa: E402
     CrossEncoderReranker,
     NoReranker,
     Reranker,
-    RerankerUnavailable,
     build_reranker,
     passage_text,
     reranker_from_settings,

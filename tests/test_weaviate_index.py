@@ -15,17 +15,14 @@ from weaviate.proto.v1 import base_pb2, base_search_pb2
 
 from bot.settings import Settings
 from bot.wiring import Components
+from core.errors import CollectionNotFound, MigrationError, WeaviateImportError, WeaviateUnavailable, WeaviateWriteError
+from core.index import ChunkIndex
 from core.types import Chunk
-from storage.embedded import CollectionNotFound, EmbeddedIndex, embedded_view
+from storage.embedded import EmbeddedIndex, embedded_view
 from storage.embedder import HashingEmbedder
-from storage.index import ChunkIndex
 from storage.weaviate_index import (
-    MigrationError,
     WeaviateEndpoint,
-    WeaviateImportError,
     WeaviateIndex,
-    WeaviateUnavailable,
-    WeaviateWriteError,
     build_hybrid_kwargs,
     chunk_to_properties,
     connect_weaviate,
@@ -488,8 +485,8 @@ def test_a_rejected_document_record_is_an_import_error_and_keeps_the_old_hash(in
 
 def test_ingest_reports_an_unreachable_weaviate_as_a_failed_file_not_a_traceback(tmp_path):
     """`hypa ingest` with HYPA_INDEX=weaviate and the server down: a failed outcome naming the backend."""
+    from core.errors import IndexUnavailable
     from core.ingestion import ingest_file
-    from storage.index import IndexUnavailable
 
     class DownIndex:
         def document_info(self, collection):
@@ -603,3 +600,32 @@ def test_the_provision_ranking_reads_bm25_ranks_from_weaviate_and_ranks_locally(
     plan = QueryPlan(text="civil penalty")
     ranked = only_bm25.rank(plan, "toy", features, EMBEDDER.embed_queries([plan.text])[0], None, limit=3)
     assert [sc.chunk.id for sc in ranked] == ids  # the order the backend returned
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda ix: ix.collections(),
+        lambda ix: ix.documents("toy"),
+        lambda ix: ix.document_info("toy"),
+        lambda ix: ix.document_hash("toy", "toy-doc"),
+        lambda ix: ix.chunks("toy"),
+        lambda ix: ix.hybrid_search("audit", collection="toy", limit=3),
+        lambda ix: ix.delete_document("toy", "toy-doc"),
+    ],
+    ids=["collections", "documents", "document_info", "document_hash", "chunks", "hybrid_search", "delete_document"],
+)
+def test_weaviate_errors_do_not_leak_through_the_index_interface(index, fake, call):
+    """A server that is reached but fails the request: callers of the ChunkIndex see hypa's
+    IndexUnavailable (WeaviateRequestError) with Weaviate's message, never the client's own error."""
+    from weaviate.exceptions import WeaviateBaseError
+
+    from core.errors import IndexUnavailable, WeaviateRequestError
+
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
+    fake.schema_status = 500
+    fake.request_abort = "fake Weaviate: request failed"
+    with pytest.raises(IndexUnavailable) as caught:
+        call(index)
+    assert isinstance(caught.value, WeaviateRequestError) and not isinstance(caught.value, WeaviateBaseError)
+    assert "Weaviate" in str(caught.value)

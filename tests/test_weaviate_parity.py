@@ -15,9 +15,9 @@ import pytest
 
 from bot.settings import Settings
 from bot.wiring import Components
+from core.fusion import fuse
 from storage.embedded import EmbeddedIndex
 from storage.embedder import HashingEmbedder
-from storage.fusion import fuse
 from storage.weaviate_index import WEAVIATE_SUBSEARCH_LIMIT
 from tests.helpers import make_chunk
 

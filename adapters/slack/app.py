@@ -57,7 +57,6 @@ from adapters.slack.replies import SlackReplies
 from adapters.slack.request_gate import Refusal, SlackRequestGate
 from adapters.slack.tasks import BackgroundTasks
 from adapters.slack.text import rating_for_reaction
-from bot.metrics import Metrics
 from core.conversation import (
     AnswerNotShownHere,
     ConversationService,
@@ -66,6 +65,7 @@ from core.conversation import (
     Rating,
     UnknownAnswer,
 )
+from core.metrics import Metrics
 
 if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler

@@ -27,7 +27,7 @@ from adapters.slack.blocks import SlackMessage, render_failure, render_placehold
 from core.conversation import ConversationService, Delivery, Reply
 
 if TYPE_CHECKING:
-    from bot.metrics import Metrics
+    from core.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

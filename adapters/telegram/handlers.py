@@ -57,7 +57,7 @@ from core.conversation import (
 )
 
 if TYPE_CHECKING:
-    from bot.metrics import Metrics
+    from core.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from adapters.telegram.render import render_reply
 from core.conversation import ConversationService, Delivery, Reply
 
 if TYPE_CHECKING:
-    from bot.metrics import Metrics
+    from core.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
 """Evaluation: run a dataset through the pipeline (`run`), score the results (`metrics`, `report`)."""
 
+from core.errors import DatasetError
 from core.eval.report import (
     DEFAULT_SCOPE_REVIEW,
     GroupStats,
@@ -10,14 +11,7 @@ from core.eval.report import (
     render_markdown,
     render_rich,
 )
-from core.eval.run import (
-    Answerer,
-    DatasetError,
-    EvalItem,
-    RunSummary,
-    read_items,
-    run_eval,
-)
+from core.eval.run import Answerer, EvalItem, RunSummary, read_items, run_eval
 
 __all__ = [
     "Answerer",

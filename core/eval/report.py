@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import DatasetError
 from core.eval.metrics import (
     answer_similarity,
     citation_valid,
@@ -38,7 +39,6 @@ from core.eval.metrics import (
     percentile,
     word_recall_f1,
 )
-from core.eval.run import DatasetError
 
 OUT_OF_SCOPE_TYPE = "out of scope"
 DEFAULT_SCOPE_REVIEW = Path(__file__).with_name("ll144_dev_scope_review.toml")
@@ -225,7 +225,8 @@ class LLMSummary:
 
 def summarize_llm_usage(rows: Sequence[dict]) -> LLMSummary | None:
     """None when no row spent LLM tokens (e.g. the extractive default)."""
-    from core.llm.cost import UnknownModelPrice, estimate_cost
+    from core.errors import UnknownModelPrice
+    from core.llm.cost import estimate_cost
 
     used = [r for r in rows if "error" not in r and any((r.get("usage") or {}).get(k) for k in _LLM_TOKEN_FIELDS)]
     if not used:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator, Protocol, Sequence
 
+from core.errors import DatasetError
 from core.types import PipelineResult, Turn
 
 _ROLES = ("user", "assistant")
@@ -27,10 +28,6 @@ class Answerer(Protocol):
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
     ) -> PipelineResult: ...
-
-
-class DatasetError(ValueError):
-    """The dataset file is malformed; the message names the file and the 1-based line number."""
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import DatasetError
 from core.eval.report import read_results
-from core.eval.run import DatasetError
 
 _NOT_FOLDED = re.compile(r"[^0-9a-zà-ỹ]+")
 # The scorer's own refusal markers, besides `refused: true` and an empty answer.

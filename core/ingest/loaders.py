@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.errors import DocumentError
+
 PDF_SUFFIXES = (".pdf",)
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 TEXT_SUFFIXES = (".txt",)
@@ -29,10 +31,6 @@ log = logging.getLogger(__name__)
 # A document needs at least this many letters/digits to be worth indexing; fewer means an
 # empty file or a scanned PDF without a text layer.
 _MIN_TEXT_CHARS = 20
-
-
-class DocumentError(Exception):
-    """A file that cannot be turned into text; the message is meant for the user as is."""
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,27 @@ from typing import Protocol
 
 import numpy as np
 
+from core.errors import KGFormatError, UnsafeKGFile
+from core.index import ChunkIndex
 from core.kg.graph import build_graph
-from core.kg.model import KGData, KGFormatError
+from core.kg.model import KGData
 from core.kg.retriever import KGRetriever, KGSettings
 from core.types import Chunk
-from storage.index import ChunkIndex
-from storage.kg_store import KGStore, UnsafeKGFile
 
 log = logging.getLogger(__name__)
+
+
+class KGStore(Protocol):
+    """Where each collection's graph is kept between processes (storage.kg_store.KGStore: one file
+    per collection)."""
+
+    def stamp(self, collection: str) -> object | None:
+        """Changes whenever the stored graph is replaced (None: nothing stored), so caches follow it."""
+
+    def save(self, data: KGData) -> object: ...
+
+    def load(self, collection: str) -> KGData | None:
+        """The stored graph, None if there is none; UnsafeKGFile / KGFormatError for a bad file."""
 
 
 class TripletExtractor(Protocol):

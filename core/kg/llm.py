@@ -17,22 +17,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from core.errors import LLMError, MalformedResponseError
+from core.files import atomic_write_bytes
 from core.kg import model as m
 from core.kg.model import Entity, KGData, Triplet
 from core.kg.normalize import collapse, display_name, entity_key
 from core.kg.provisions import find_references, label_provisions
-from core.llm.client import (
-    ClaudeClient,
-    LLMError,
-    MalformedResponseError,
-    client_from_settings,
-    model_request_options,
-    reply_json_object,
-    reply_text,
-)
+from core.llm.client import ClaudeClient, client_from_settings, model_request_options, reply_json_object, reply_text
 from core.llm.prompts import load_prompt
 from core.types import Chunk
-from storage.files import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from core.errors import KGFormatError
+
 EntityKind = Literal["term", "entity", "provision", "document"]
 FORMAT = "hypa-kg"
 FORMAT_VERSION = 1
@@ -36,10 +38,6 @@ DEFINED_IN = "defined in"
 TITLED = "titled"
 # Edges that connect the graph but say little on their own: walked, never shown as facts.
 STRUCTURAL = frozenset({PART_OF, USES_TERM, DEFINED_IN})
-
-
-class KGFormatError(ValueError):
-    """Stored graph data does not have the expected shape (the message says what is wrong)."""
 
 
 @dataclass(frozen=True)

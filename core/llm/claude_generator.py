@@ -31,17 +31,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from core.errors import LLMError, LLMRefusal, UngroundedAnswerError
 from core.extractive import REFUSAL_TEXT
-from core.llm.client import (
-    ClaudeClient,
-    _setting,
-    client_from_settings,
-    FallbackGenerator,
-    LLMError,
-    LLMRefusal,
-    UngroundedAnswerError,
-    model_request_options,
-)
+from core.llm.client import ClaudeClient, FallbackGenerator, _setting, client_from_settings, model_request_options
 from core.llm.prompts import load_prompt
 from core.types import Answer, Citation, ScoredChunk, Turn, Usage
 

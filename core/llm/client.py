@@ -19,9 +19,9 @@ Every failure is turned into an `LLMError` carrying a short human `reason` for t
 """
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
-import dataclasses
 import logging
 import random
 import re
@@ -33,6 +33,15 @@ from typing import Any, Callable, Sequence
 
 import anthropic
 
+from core.errors import (
+    CircuitOpenError,
+    LLMError,
+    LLMRefusal,
+    LLMRequestError,
+    LLMUnavailable,
+    MalformedResponseError,
+    UngroundedAnswerError,
+)
 from core.llm.answer_window import current_window, run_late
 from core.types import Answer, ScoredChunk, Turn, Usage
 from storage.llm_failures import FailureRecorder
@@ -41,70 +50,6 @@ log = logging.getLogger(__name__)
 
 
 # --- errors -----------------------------------------------------------------------------------
-
-
-class LLMError(Exception):
-    """Any failure of an LLM stage. `reason` is short and safe to show to users."""
-
-    reason = "error"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        reason: str | None = None,
-        status: int | None = None,
-        retryable: bool = False,
-        retry_after: float | None = None,
-        counts_as_outage: bool = True,
-        usage: Usage | None = None,
-        diagnostics: dict[str, int] | None = None,
-        excerpt: str = "",
-    ) -> None:
-        super().__init__(message)
-        if reason is not None:
-            self.reason = reason
-        self.status = status
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.counts_as_outage = counts_as_outage  # does it count towards opening the circuit?
-        self.usage = usage  # tokens already spent, when the API answered (e.g. ungrounded answer)
-        self.diagnostics = dict(diagnostics or {})
-        # Model or user text that explains the failure (e.g. the start of a reply that is not JSON):
-        # never in the message, which is logged; the failure file keeps it with HYPA_LOG_MESSAGE_TEXT.
-        self.excerpt = excerpt
-
-
-class LLMUnavailable(LLMError):
-    """The API could not be reached or did not answer usably (after any retries)."""
-
-    reason = "API error"
-
-
-class CircuitOpenError(LLMUnavailable):
-    reason = "paused after repeated failures"
-
-
-class MalformedResponseError(LLMUnavailable):
-    reason = "malformed response"
-
-
-class LLMRequestError(LLMError):
-    """The API rejected this request (4xx other than 408/409/429): retrying would not help."""
-
-    reason = "request rejected"
-
-
-class LLMRefusal(LLMError):
-    """The model (or its safety classifier) declined to answer (stop_reason == "refusal")."""
-
-    reason = "declined to answer"
-
-
-class UngroundedAnswerError(LLMError):
-    """The model answered, but no statement could be tied to the text of a provision."""
-
-    reason = "answer not tied to the provisions"
 
 
 # --- retry policy -----------------------------------------------------------------------------

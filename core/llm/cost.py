@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import UnknownModelPrice
+
 PRICES_AS_OF = "2026-11-23"
 PRICES_SOURCE = "Anthropic pricing page (platform.claude.com/docs/en/about-claude/pricing) as of 2026-11-23 — edit if changed"
 
@@ -64,10 +66,6 @@ PRICES: dict[str, Price] = {
 FREE_MODELS = frozenset({"extractive", "none", ""})
 
 _DATE_SUFFIX = re.compile(r"-\d{8}$")
-
-
-class UnknownModelPrice(KeyError):
-    pass
 
 
 def price_for(model: str) -> Price | None:

@@ -16,14 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import prompts as _shipped_prompts
+from core.errors import PromptNotFound
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _LEADING_COMMENT = re.compile(r"\A\s*<!--.*?-->\s*", re.DOTALL)
 SHIPPED_PROMPTS_DIR = Path(next(iter(_shipped_prompts.__path__))).resolve()
-
-
-class PromptNotFound(FileNotFoundError):
-    pass
 
 
 def prompt_dirs(directory: Path | None = None) -> list[Path]:

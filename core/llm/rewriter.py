@@ -30,13 +30,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from core.errors import LLMError, LLMRefusal, LLMUnavailable, MalformedResponseError
+from core.language import LanguageDetector
 from core.llm.answer_window import current_window, run_late
 from core.llm.client import (
     ClaudeClient,
-    LLMError,
-    LLMRefusal,
-    LLMUnavailable,
-    MalformedResponseError,
     _setting,
     client_from_settings,
     model_request_options,
@@ -44,7 +42,6 @@ from core.llm.client import (
     reply_text,
 )
 from core.llm.prompts import load_prompt
-from core.language import LanguageDetector
 from core.rewriter import OfflineRewriter, QueryRewriter, Rewrite
 from core.types import Turn, Usage
 

@@ -3,7 +3,7 @@
 SQLite by default (WAL, busy timeout), any SQLAlchemy URL otherwise (PostgreSQL for several
 replicas). The schema is managed by the Alembic migrations in `migrations/`, applied on open.
 """
-from storage.sql.records import (
+from core.conversation_store import (
     AnswerRecord,
     FeedbackChange,
     MessageClaim,

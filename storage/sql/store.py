@@ -46,6 +46,15 @@ from core.conversation import (
     IncomingMessage,
     UnknownAnswer,
 )
+from core.conversation_store import (
+    MAX_CLAIM_ATTEMPTS,
+    AnswerRecord,
+    FeedbackChange,
+    MessageClaim,
+    OwedMessage,
+    RatedAnswer,
+    StoredAnswer,
+)
 from core.ratings import RatingAct, fold, order_from_time
 from core.types import Citation, Turn
 from storage.sql.engine import make_engine, read_only
@@ -60,14 +69,6 @@ from storage.sql.models import (
     PlatformMessage,
     Thread,
 )
-from storage.sql.records import (
-    AnswerRecord,
-    FeedbackChange,
-    MessageClaim,
-    OwedMessage,
-    RatedAnswer,
-    StoredAnswer,
-)
 
 # Stored message text is capped (platforms cap it too: Slack 40,000, Telegram 4,096 characters).
 MAX_STORED_TEXT = 50_000
@@ -78,9 +79,6 @@ MAX_REASON_CHARS = 2_000
 DEFAULT_LEASE = timedelta(seconds=30)
 # Messages received longer ago than this are no longer answered by the recovery sweep.
 DEFAULT_RECOVERY_WINDOW = timedelta(hours=24)
-# A message is claimed at most this often: a question whose answering kills the process every time
-# gets an apology on its last attempt instead of taking the bot down for ever.
-MAX_CLAIM_ATTEMPTS = 4
 # Delivery ids are kept far longer than any platform redelivers (Slack retries within minutes,
 # Telegram keeps an unconfirmed update for 24 hours), then forgotten so the table stays small.
 DEFAULT_DELIVERY_RETENTION = timedelta(days=2)
@@ -151,7 +149,8 @@ def _ensure_sqlite_dir(url: str) -> None:
 
 
 class ConversationStore:
-    """The bot's memory. Thread-safe; one instance per process is enough (it pools connections)."""
+    """The bot's memory (core.conversation_store.ConversationStore on SQLAlchemy). Thread-safe; one
+    instance per process is enough (it pools connections)."""
 
     def __init__(
         self,

@@ -15,7 +15,8 @@ the replies map back. Failure knobs: `fake.reject = lambda props: "message" | No
 fail objects; `fake.batch_abort = "message"` fails whole BatchObjects calls with gRPC INTERNAL;
 `fake.delete_limit = n` deletes at most n objects per BatchDelete (Weaviate: QUERY_MAXIMUM_RESULTS);
 `fake.delete_fails = True` reports every matched object as failed; `fake.schema_status = 500` makes
-GET /v1/schema/{name} answer that status.
+GET /v1/schema/{name} answer that status; `fake.request_abort = "message"` fails every Search,
+BatchDelete and TenantsGet call with gRPC INTERNAL (a server that is reached but fails requests).
 """
 from __future__ import annotations
 
@@ -177,6 +178,8 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
         return batch_pb2.BatchObjectsReply(took=0.001, errors=errors)
 
     def BatchDelete(self, request, context):
+        if self.fake.request_abort:
+            context.abort(grpc.StatusCode.INTERNAL, self.fake.request_abort)
         state = self.fake.state
         with state.lock:
             bucket = state.bucket(request.collection, request.tenant)
@@ -189,6 +192,8 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
         return batch_delete_pb2.BatchDeleteReply(took=0.001, matches=len(doomed), successful=len(doomed))
 
     def TenantsGet(self, request, context):
+        if self.fake.request_abort:
+            context.abort(grpc.StatusCode.INTERNAL, self.fake.request_abort)
         with self.fake.state.lock:
             names = sorted(t for t, objs in self.fake.state.objects.get(request.collection, {}).items() if t)
         return tenants_pb2.TenantsGetReply(
@@ -197,6 +202,8 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
 
     def Search(self, request, context):
         self.fake.searches.append(request)
+        if self.fake.request_abort:
+            context.abort(grpc.StatusCode.INTERNAL, self.fake.request_abort)
         state = self.fake.state
         with state.lock:
             if request.collection not in state.schemas:
@@ -308,6 +315,7 @@ class FakeWeaviate:
         self.rest_requests: list[tuple[str, str, dict]] = []
         self.reject: Callable[[dict], str | None] | None = None
         self.batch_abort = ""
+        self.request_abort = ""
         self.delete_limit: int | None = None
         self.delete_fails = False
         self.schema_status = 0

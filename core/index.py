@@ -9,15 +9,6 @@ from core.types import Chunk, ScoredChunk
 FusionMethod = Literal["rankedFusion", "relativeScoreFusion"]
 
 
-class IndexUnavailable(RuntimeError):
-    """The index backend cannot be reached (e.g. a Weaviate server is down). Base class for backends."""
-
-
-class IndexWriteError(RuntimeError):
-    """A write did not fully happen; the message says what is left. The document keeps its old hash,
-    so the next ingest retries it. Base class for backends."""
-
-
 @dataclass(frozen=True)
 class DocumentInfo:
     """What the index records about one document (`hypa index documents`)."""

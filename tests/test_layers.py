@@ -1,0 +1,102 @@
+"""Imports run one way: bot -> adapters -> core <- storage (issue 16, item 1).
+
+core/ owns the Protocols and types the others plug into, so it imports none of them; storage/
+implements core's Protocols; adapters/ speak to chat platforms through core's services; bot/ is the
+composition root (bot/wiring.py) and the only layer that knows every other one. Every import counts,
+including those inside functions and under `if TYPE_CHECKING:` (a type named from the layer above is
+still a dependency on it).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# layer -> the layers (besides itself) its modules may import
+ALLOWED: dict[str, frozenset[str]] = {
+    "core": frozenset(),
+    "storage": frozenset({"core"}),
+    "adapters": frozenset({"core"}),
+    "bot": frozenset({"adapters", "core", "storage"}),
+}
+
+
+def imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in a module of `package` (a dotted name)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the importing module's package
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.append((node.lineno, name))
+    return found
+
+
+# Upward imports still being moved (issue 16 lands in small commits); each commit that removes one
+# removes its line here, and a line whose import is gone fails the test, so the list only shrinks.
+PENDING: frozenset[str] = frozenset({
+    "core/llm/claude_generator.py: core imports storage.llm_failures",
+    "core/llm/client.py: core imports storage.llm_failures",
+    "core/llm/rewriter.py: core imports storage.llm_failures",
+})
+
+
+def upward_imports(root: Path) -> list[str]:
+    """`path:line: layer imports module` for every import that crosses the layers the wrong way."""
+    problems = []
+    for layer, allowed in ALLOWED.items():
+        for path in sorted((root / layer).rglob("*.py")):
+            relative = path.relative_to(root)
+            package = ".".join(relative.with_suffix("").parts[:-1])
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(relative))
+            for line, module in imported_modules(tree, package):
+                target = module.split(".")[0]
+                if target in ALLOWED and target != layer and target not in allowed:
+                    problems.append(f"{relative}:{line}: {layer} imports {module}")
+    return problems
+
+
+def _without_line(problem: str) -> str:
+    path, _line, rest = problem.split(":", 2)
+    return f"{path}:{rest}"
+
+
+def test_imports_run_one_way():
+    problems = upward_imports(ROOT)
+    new = [p for p in problems if _without_line(p) not in PENDING]
+    assert not new, (
+        "imports must run bot -> adapters -> core <- storage (core owns the Protocols, bot/wiring.py "
+        "plugs concrete pieces in):\n" + "\n".join(new)
+    )
+    gone = PENDING - {_without_line(p) for p in problems}
+    assert not gone, "these upward imports are gone; remove them from PENDING:\n" + "\n".join(sorted(gone))
+
+
+@pytest.mark.parametrize(
+    ("layer", "source", "bad"),
+    [
+        ("core", "from storage.index import ChunkIndex\n", True),
+        ("core", "if TYPE_CHECKING:\n    from bot.metrics import Metrics\n", True),
+        ("core", "def f():\n    import adapters.delivery\n", True),
+        ("storage", "from core.types import Chunk\n", False),
+        ("storage", "from bot.settings import Settings\n", True),
+        ("adapters", "from core.conversation import Reply\n", False),
+        ("adapters", "from storage.sql import ConversationStore\n", True),
+        ("bot", "from storage.embedded import EmbeddedIndex\nfrom adapters import terminal\n", False),
+        ("core", "from . import types\nfrom .kg import model\n", False),
+    ],
+)
+def test_the_check_sees_every_kind_of_import(tmp_path, layer, source, bad):
+    """The check itself: module-level, lazy and TYPE_CHECKING imports of another layer all count."""
+    for name in ALLOWED:
+        (tmp_path / name).mkdir()
+    (tmp_path / layer / "module.py").write_text(source, encoding="utf-8")
+    assert bool(upward_imports(tmp_path)) is bad
