@@ -29,6 +29,7 @@ from core.lexicon import Lexicon
 from core.linear import DEFAULT_WEIGHTS_FILE, LinearModel, load_model
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, ProvisionSearch, QuestionLimits
+from core.places import place_and_language_names
 from core.ranking import FEATURES, BM25Search, FeatureBuilder, ProvisionRanker
 from core.rerank import build_reranker
 from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
@@ -373,8 +374,9 @@ class Components:
     def warm_up(self, collection: str | None = None) -> None:
         """Load what the first question would otherwise wait for: the pipeline (and its classifier),
         the embedding model, the term statistics, the lexicon and segment features of the provision
-        ranking, the language model of the offline language check and, for graph configs, the
-        knowledge graph. Without `collection`: for every served collection."""
+        ranking, the language model of the offline language check, the table of place and language
+        names and, for graph configs, the knowledge graph. Without `collection`: for every served
+        collection."""
         collections = [collection] if collection else self.served_collections()
         self.pipeline  # noqa: B018 - builds the embedder, generator, policy (trains a missing classifier)
         self.embedder.embed_queries(["warm up"])  # loads the model (or exports it to ONNX once)
@@ -382,6 +384,7 @@ class Components:
         uses_graph = name != "default" and get_config(name).kg and self.knowledge_graph is not None
         if self.pipeline.language is not None:
             self.pipeline.language.warm_up()
+        place_and_language_names()  # the extractive generator's name check (tens of ms on first use)
         for name_ in collections:
             self.term_stats(name_)
             self.lexicon(name_)

@@ -36,6 +36,7 @@ from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.asks import asks_definition, asks_list, defined_terms, defines, leads_a_list
 from core.lexicon import english_words
 from core.linear import LinearModel
+from core.places import place_and_language_names
 from core.query import THE_LAW
 from core.roles import role_of
 from core.termstats import TermStats
@@ -379,28 +380,56 @@ _CALENDAR = frozenset(
     "january february march april may june july august september october november december monday tuesday "
     "wednesday thursday friday saturday sunday".split()
 )
-_LAST_SENTENCE = re.compile(r"[^.?!]*[.?!]*\s*$")
+_SENTENCE = re.compile(r"[^.?!]+[.?!]*")
+_LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z]{3,}(?![\w'’-])")
+
+
+def asking_sentences(question: str) -> list[str]:
+    """The sentences of a message that ask (end in "?"); its last sentence when none does. A
+    message's statements set the scene ("We're Acme Corp, hiring in Berlin."), its questions ask."""
+    sentences = [s for s in _SENTENCE.findall(question.strip()) if s.strip()]
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return asking or sentences[-1:] or [question]
 
 
 def unknown_names(question: str, stats: TermStats) -> list[str]:
-    """Names in the question's last sentence that the collection never uses ("Is Microsoft Copilot
+    """Names in the sentences that ask which the collection never uses ("Is Microsoft Copilot
     high-risk?", "What do Illinois and Colorado require?"): the regulations say nothing about them."""
-    sentence = _LAST_SENTENCE.search(question.strip())
-    text = sentence.group(0) if sentence else question
-    first = re.match(r"\s*\W*(\w+)", text)
     names = []
-    for m in _NAME.finditer(text):
-        word = m.group(0)
-        if first is not None and m.start() <= first.start(1):
-            continue  # a sentence's first word is capitalised anyway
-        terms = content_terms(word)
-        if not terms or word.lower() in _CALENDAR or THE_LAW.fullmatch(word):
-            continue  # a date, or the law's own name ("LL144", "DCWP")
-        if re.match(r"\s+\(?\d", text[m.end() :]) and word.lower() in english_words():
-            continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
-        if all(stats.doc_freq.get(t, 0) == 0 for t in terms):
-            names.append(word)
+    for text in asking_sentences(question):
+        first = re.match(r"\s*\W*(\w+)", text)
+        for m in _NAME.finditer(text):
+            word = m.group(0)
+            if first is not None and m.start() <= first.start(1):
+                continue  # a sentence's first word is capitalised anyway
+            terms = content_terms(word)
+            if not terms or word.lower() in _CALENDAR or THE_LAW.fullmatch(word):
+                continue  # a date, or the law's own name ("LL144", "DCWP")
+            if re.match(r"\s+\(?\d", text[m.end() :]) and word.lower() in english_words():
+                continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
+            if all(stats.doc_freq.get(t, 0) == 0 for t in terms) and not _known_alternative(text, m, stats):
+                names.append(word)
+        for m in _LOWER_WORD.finditer(text):  # "in spanish", "we also hire in illinois"
+            word = m.group(0)
+            if word in place_and_language_names() and all(stats.doc_freq.get(t, 0) == 0 for t in content_terms(word)):
+                names.append(word.capitalize())
     return names
+
+
+# "national regulators or Brussels?", "Brussels or the member states?": the word across the "or".
+_OR_BEFORE = re.compile(r"([\w-]+)\s+or\s+(?:the\s+)?$", re.IGNORECASE)
+_OR_AFTER = re.compile(r"^\s+or\s+(?:the\s+)?([\w-]+)", re.IGNORECASE)
+
+
+def _known_alternative(text: str, name: re.Match, stats: TermStats) -> bool:
+    """The name is one side of an either/or whose other side the collection uses: the question asks
+    which of the two, and the regulations can say ("national regulators or Brussels?")."""
+    before = _OR_BEFORE.search(text[: name.start()])
+    after = _OR_AFTER.match(text[name.end() :])
+    others = [m.group(1) for m in (before, after) if m is not None]
+    return any(
+        content_terms(word) and all(stats.doc_freq.get(t, 0) > 0 for t in content_terms(word)) for word in others
+    )
 
 
 def _joined(names: list[str]) -> str:

@@ -133,6 +133,16 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     assert unknown_names("Must a seller notify buyers by Friday under LL144?", stats) == []  # a day, the law's name
     assert unknown_names("What is the date in Document 27?", stats) == []  # a numbered part
     assert unknown_names("We sell in Chicago. Must sellers notify buyers?", stats) == []  # not in the asking sentence
+    # Every sentence that asks counts, not only the last one; a closing statement asks nothing.
+    assert unknown_names("Which agency in Germany enforces it? Want to know who to call.", stats) == ["Germany"]
+    assert unknown_names("Must sellers notify buyers? We also sell in Chicago.", stats) == []
+    # A place or a language typed in lower case is still a name; an everyday word is not.
+    assert unknown_names("do we need the notice in spanish too?", stats) == ["Spanish"]
+    assert unknown_names("must sellers in illinois notify buyers?", stats) == ["Illinois"]
+    assert unknown_names("must sellers notify buyers about the turkey?", stats) == []
+    # One side of an either/or the collection knows: the question asks which, and the law can say.
+    assert unknown_names("Who notifies buyers, the sellers or Brussels?", stats) == []
+    assert unknown_names("Must sellers notify buyers in Illinois or Colorado?", stats) == ["Illinois", "Colorado"]
     answer = toy_generator().generate("What does Illinois require of sellers?", scored())
     assert answer.refused and "They do not mention Illinois." in answer.text
 
