@@ -90,6 +90,7 @@ def run_chat(console: Console, service: ConversationService, user: str) -> None:
 def _show_followup(console: Console, shown: Reply) -> None:
     """The quoted answer is shown; wait for Claude's (Ctrl-C skips it: the quoted one stands)."""
     console.print("[dim]waiting for Claude's answer… (Ctrl-C to skip it)[/]")
+    assert shown.followup is not None  # called only for a reply with Claude's answer to come
     try:
         final = shown.followup.result()
     except KeyboardInterrupt:

@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_index import RandomEmbedder, build_in_child_process, make_queries, make_vocabulary, zipf_word_ids
+from bench_index import RandomEmbedder, build_in_child_process, make_queries, make_vocabulary, zipf_word_ids  # noqa: E402 - after sys.path has the checkout
 
-from core.types import Chunk
-from storage.embedded import DocumentUpdate, EmbeddedIndex
+from core.types import Chunk  # noqa: E402 - after sys.path has the checkout
+from storage.embedded import DocumentUpdate, EmbeddedIndex  # noqa: E402 - after sys.path has the checkout
 
 COLLECTION = "bench100k"
 GIB = 2**30

@@ -25,8 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.types import Chunk
-from storage.embedded import DocumentUpdate, EmbeddedIndex
+from core.types import Chunk  # noqa: E402 - after sys.path has the checkout
+from storage.embedded import DocumentUpdate, EmbeddedIndex  # noqa: E402 - after sys.path has the checkout
 
 COLLECTION = "bench"
 

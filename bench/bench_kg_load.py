@@ -62,15 +62,17 @@ def main() -> None:
     files = sorted(folder.glob("*.kg.pkl"))
     if not files:
         raise SystemExit(f"no *.kg.pkl in {folder}; build one (`hypa index build ll144`) or pass --dir")
-    print(f"limits: {DEFAULT_LIMITS.max_bytes / 2**20:.0f} MB, {DEFAULT_LIMITS.max_seconds:g} s, depth {DEFAULT_LIMITS.max_depth}")
+    print(
+        f"limits: {DEFAULT_LIMITS.max_bytes / 2**20:.0f} MB, {DEFAULT_LIMITS.max_seconds:g} s, depth {DEFAULT_LIMITS.max_depth}"
+    )
     print(f"{'file':<28} {'MB':>7} {'bounded load p50':>17} {'unchecked p50':>14} {'MB/s bounded':>13}")
     rows = [(f.name, f.read_bytes()) for f in files]
     largest = max(rows, key=lambda r: len(r[1]))
     rows.append((f"{largest[0]} x{args.scale}", _scaled(largest[1], args.scale)))
     for name, payload in rows:
         mb = len(payload) / 2**20
-        bounded = _p50_ms(lambda: load_payload(payload, name), args.repeat)
-        unchecked = _p50_ms(lambda: KGData.from_plain(pickle.loads(payload)), args.repeat)
+        bounded = _p50_ms(lambda payload=payload, name=name: load_payload(payload, name), args.repeat)
+        unchecked = _p50_ms(lambda payload=payload: KGData.from_plain(pickle.loads(payload)), args.repeat)
         print(f"{name:<28} {mb:>7.2f} {bounded:>14.1f} ms {unchecked:>11.1f} ms {mb / (bounded / 1000):>13.1f}")
     for levels in (12, 22, 30, 40):
         payload = _bomb(levels)
@@ -81,7 +83,9 @@ def main() -> None:
             refused = str(exc).split(": ", 1)[1].split(":")[0]
         else:  # pragma: no cover - would be a regression
             refused = "NOT REFUSED"
-        print(f"bomb of {levels} levels ({len(payload)} bytes): refused in {(time.perf_counter() - t0) * 1000:.2f} ms ({refused})")
+        print(
+            f"bomb of {levels} levels ({len(payload)} bytes): refused in {(time.perf_counter() - t0) * 1000:.2f} ms ({refused})"
+        )
 
 
 if __name__ == "__main__":

@@ -26,10 +26,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.eval.metrics import percentile
-from tests.fakes.anthropic_server import FakeAnthropic, never_answers
-from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, block_texts, envelope, mention_event
-from tests.slack_harness import running_bot
+from core.eval.metrics import percentile  # noqa: E402 - after sys.path has the checkout
+from tests.fakes.anthropic_server import FakeAnthropic, never_answers  # noqa: E402 - after sys.path has the checkout
+from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, block_texts, envelope, mention_event  # noqa: E402 - after sys.path has the checkout
+from tests.slack_harness import running_bot  # noqa: E402 - after sys.path has the checkout
 
 QUESTION = "What is the civil penalty for a first violation?"
 

@@ -91,7 +91,12 @@ def main() -> None:
             for stage, ms in pipeline.answer(q, collection="ll144").timings_ms.items():
                 stages.setdefault(stage, []).append(ms)
         for stage, values in stages.items():
-            rows.append((f"latency {stage} p50 / p95 (LL144, {len(values)} q)", f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f} ms"))
+            rows.append(
+                (
+                    f"latency {stage} p50 / p95 (LL144, {len(values)} q)",
+                    f"{percentile(values, 50):.1f} / {percentile(values, 95):.1f} ms",
+                )
+            )
 
         t = time.perf_counter()
         with ThreadPoolExecutor(args.concurrency) as pool:

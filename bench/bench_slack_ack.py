@@ -1,7 +1,7 @@
 """Slack ack latency and duplicate answers under a burst of concurrent, partly retried, signed events.
 
     .venv/bin/python bench/bench_slack_ack.py [--events 50] [--retries 1] [--rate-limited 0] [--answer-slots N]
-                                              [--forged 0 --forged-mb 5 [--chunked] [--flood-lead-ms 200] [--flood-spread-ms 5000]]
+        [--forged 0 --forged-mb 5 [--chunked] [--flood-lead-ms 200] [--flood-spread-ms 5000]]
 
 The real app (`build_slack_server`, as `hypa serve slack` builds it: bolt AsyncApp, the SQLite
 conversation service, uvicorn) runs on 127.0.0.1 against the fake Slack Web API
@@ -38,16 +38,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.logging_setup import configure_logging
-from core.eval.metrics import percentile
-from tests.fakes.slack_server import (
+from bot.logging_setup import configure_logging  # noqa: E402 - after sys.path has the checkout
+from core.eval.metrics import percentile  # noqa: E402
+from tests.fakes.slack_server import (  # noqa: E402
     BOT_USER_ID,
     FakeSlack,
     SlackEvents,
     envelope,
     mention_event,
 )
-from tests.slack_harness import running_bot
+from tests.slack_harness import running_bot  # noqa: E402
 
 QUESTIONS = (
     "What is the civil penalty for a first violation?",

@@ -12,7 +12,7 @@ from bot.cli_common import SetupErrorsAsMessages, command_group, err, fail as _f
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from bot.cli_classifier import classifier_app
@@ -334,6 +334,7 @@ def index_migrate(
     collection: Optional[str] = typer.Option(None, "--collection", "-c", help="Copy only this collection (default: all)."),
 ) -> None:
     """Copy the embedded index (chunks and their vectors, no re-embedding) into Weaviate; resumable."""
+    from bot.configs import weaviate_config
     from core.errors import IndexUnavailable, IndexWriteError, MigrationError, WeaviateUnavailable
     from storage.embedded import EmbeddedIndex
     from storage.weaviate_index import WeaviateIndex, copy_collection, tenant_name
@@ -355,7 +356,7 @@ def index_migrate(
             except ValueError as exc:
                 _fail(str(exc))
     try:
-        target = WeaviateIndex.from_settings(settings, embedder=_components(settings).embedder)
+        target = WeaviateIndex.from_config(weaviate_config(settings), embedder=_components(settings).embedder)
     except WeaviateUnavailable as exc:
         _fail(str(exc))
     try:
@@ -363,7 +364,11 @@ def index_migrate(
         with _progress() as progress:
             for name in names:
                 task = progress.add_task(f"copying '{name}'", total=len(source.chunks(name)))
-                outcome = copy_collection(source, target, name, on_chunks=lambda n, t=task: progress.advance(t, n))
+
+                def copied(n: int, task: TaskID = task) -> None:
+                    progress.advance(task, n)
+
+                outcome = copy_collection(source, target, name, on_chunks=copied)
                 err.print(
                     f"[green]ok[/] {name}: {outcome.documents_copied} document(s), {outcome.chunks_copied} chunks "
                     f"copied; {outcome.documents_unchanged} already up to date"
@@ -523,7 +528,9 @@ def eval_report(
     results: Path = typer.Argument(..., help="Output of `hypa eval run`."),
     gold: Path = typer.Option(..., "--gold", help="The dataset with reference answers."),
     scope_review: Optional[Path] = typer.Option(
-        None, "--scope-review", help="TOML of corrected out-of-scope labels [default: the LL144 dev review when --gold is ll144_dev.jsonl]."
+        None,
+        "--scope-review",
+        help="TOML of corrected out-of-scope labels [default: the LL144 dev review when --gold is ll144_dev.jsonl].",
     ),
     markdown: bool = typer.Option(False, "--markdown", help="Print Markdown tables (for docs/RESULTS.md)."),
     no_similarity: bool = typer.Option(False, "--no-similarity", help="Skip answer similarity (no model load)."),

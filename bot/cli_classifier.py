@@ -38,7 +38,7 @@ def _class_list(classes: str) -> list[int]:
 def _train_csv(settings: Settings, override: Path | None) -> Path:
     from core.complexity import DEFAULT_TRAIN_CSV
 
-    path = override or getattr(settings, "classifier_train_csv", None) or DEFAULT_TRAIN_CSV
+    path = override or settings.classifier_train_csv or DEFAULT_TRAIN_CSV
     path = Path(path)
     if not path.is_file():
         _fail(f"training CSV {path} does not exist (set HYPA_CLASSIFIER_TRAIN_CSV or pass --csv)")
@@ -55,9 +55,9 @@ class _LazyEmbed:
     @property
     def embedder(self):
         if self._embedder is None:
-            from storage.embedder import Embedder
+            from bot.wiring import make_embedder
 
-            self._embedder = Embedder.from_settings(self._settings)
+            self._embedder = make_embedder(self._settings)
         return self._embedder
 
     def __call__(self, texts):
@@ -93,7 +93,9 @@ def _metrics_table(title: str, rows, chosen: str | None = None) -> Table:
 @classifier_app.command("train")
 def train(
     classes: str = typer.Option("both", "--classes", help="2, 3 or both."),
-    kind: str = typer.Option("all", "--kind", help="tfidf-svm, tfidf-lr, embed-lr, tfidf-svm+tokcnn, or all (compare and save the best)."),
+    kind: str = typer.Option(
+        "all", "--kind", help="tfidf-svm, tfidf-lr, embed-lr, tfidf-svm+tokcnn, or all (compare and save the best)."
+    ),
     csv_path: Path | None = typer.Option(None, "--csv", help="Training CSV (default: HYPA_CLASSIFIER_TRAIN_CSV)."),
     refit_all: bool = typer.Option(
         False, "--refit-all", help="After scoring, refit the saved model on every row (eval then becomes optimistic)."
@@ -180,7 +182,9 @@ def evaluate(
         except ClassifierArtifactError as exc:
             _fail(str(exc))
         metrics = evaluate_artifact(model, path)
-        out.print(_metrics_table(f"{n_classes}-class saved artifact ({model.kind}), {metrics.n_eval} {metrics.eval_on}", [metrics]))
+        out.print(
+            _metrics_table(f"{n_classes}-class saved artifact ({model.kind}), {metrics.n_eval} {metrics.eval_on}", [metrics])
+        )
         if metrics.notes:
             out.print(f"[yellow]note:[/] {metrics.notes}")
 
@@ -192,6 +196,7 @@ def predict(
     classes: int = typer.Option(3, "--classes", help="2 or 3."),
 ) -> None:
     """Label every question of a CSV (0 = one piece of context, 1 = two, 2 = three or more)."""
+    from bot.configs import classifier_config
     from core.complexity import classifier_dir, ensure_classifier, load_classifier
     from core.errors import ClassifierArtifactError
 
@@ -215,7 +220,7 @@ def predict(
         err.print(f"[yellow]warning:[/] {exc}")
         model = None
     if model is None:
-        model = ensure_classifier(settings, classes, embed=embed)
+        model = ensure_classifier(classifier_config(settings), classes, embed=embed)
     if model is None:
         _fail(f"no {classes}-class classifier and no training CSV: run `hypa classifier train` first")
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import NoReturn
 
 # Offline by default: nothing in this project may download model weights at run time.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -19,7 +20,7 @@ out = Console()
 err = Console(stderr=True)
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
+def fail(message: str, code: int = 1) -> NoReturn:
     """Print a one-line error (no traceback) and exit."""
     err.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
@@ -64,7 +65,7 @@ class SetupErrorsAsMessages(typer.core.TyperGroup):
     pipeline), so the check sits around every command rather than in each one.
     """
 
-    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+    def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except Exception as exc:  # noqa: BLE001 - narrowed just below

@@ -16,7 +16,9 @@ ranker_app = command_group(help="Train and inspect the offline engine's ranking 
 @ranker_app.command("train")
 def ranker_train(
     questions: list[Path] = typer.Argument(
-        ..., help="User-style question files (JSONL with question, collection, evidence), e.g. tests/data/user_questions/*_train.jsonl."
+        ...,
+        help="User-style question files (JSONL with question, collection, evidence), "
+        "e.g. tests/data/user_questions/*_train.jsonl.",
     ),
     out_path: Path = typer.Option(..., "--out", "-o", help="Where to write the weights (JSON)."),
     l2: float = typer.Option(1e-3, "--l2", min=0.0, help="L2 penalty on the weights."),
@@ -83,7 +85,9 @@ def ranker_train(
 
 
 @ranker_app.command("show")
-def ranker_show(path: Path | None = typer.Argument(None, help="A weights file [default: HYPA_RANKER_WEIGHTS, else the shipped weights].")) -> None:
+def ranker_show(
+    path: Path | None = typer.Argument(None, help="A weights file [default: HYPA_RANKER_WEIGHTS, else the shipped weights]."),
+) -> None:
     """Print the models' weights and what they were trained on."""
     from core.errors import ModelWeightsError
     from core.extractive import SENTENCE_FEATURES
@@ -92,7 +96,10 @@ def ranker_show(path: Path | None = typer.Argument(None, help="A weights file [d
 
     path = path or load_settings().ranker_weights or DEFAULT_WEIGHTS_FILE
     try:
-        models = {"provisions": load_model(path, "provisions", FEATURES), "sentences": load_model(path, "sentences", SENTENCE_FEATURES)}
+        models = {
+            "provisions": load_model(path, "provisions", FEATURES),
+            "sentences": load_model(path, "sentences", SENTENCE_FEATURES),
+        }
         note = trained_on(path)
     except ModelWeightsError as exc:
         fail(str(exc))

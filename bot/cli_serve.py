@@ -5,8 +5,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import typer
-
 from bot.cli_common import command_group
 
 if TYPE_CHECKING:

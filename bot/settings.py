@@ -1,6 +1,8 @@
 """All configuration, read once from the environment and `.env` (see .env.example).
 
-Everything else receives a `Settings` instance; nothing reads os.environ directly.
+Only the bot layer sees a `Settings` instance: bot/configs.py turns it into each component's typed
+config and bot/wiring.py (the composition root) builds the components with them; nothing reads
+os.environ directly.
 """
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from core.llm.models import DEFAULT_ANSWER_MODEL, DEFAULT_FAST_MODEL
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,8 +92,8 @@ class Settings(BaseSettings):
     # LLM answers, used only when ANTHROPIC_API_KEY is set (docs/LLM.md).
     anthropic_api_key: str = Field(default="", validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str = ""
-    answer_model: str = "claude-sonnet-5-5"
-    fast_model: str = "claude-haiku-5-5"
+    answer_model: str = DEFAULT_ANSWER_MODEL
+    fast_model: str = DEFAULT_FAST_MODEL  # question rewriting and LLM triplet extraction
     answer_max_tokens: int = Field(default=2048, ge=64, le=128_000)
     answer_effort: str = "low"  # low|medium|high|xhigh|max; "" = the model's default
     llm_temperature: float | None = Field(default=0.0, ge=0.0, le=1.0)
@@ -100,6 +104,13 @@ class Settings(BaseSettings):
     llm_backoff_base_s: float = Field(default=0.5, ge=0)
     llm_backoff_max_s: float = Field(default=8.0, ge=0)
     llm_max_retry_after_s: float = Field(default=20.0, ge=0)
+    # The question rewriter's call (on the fast model): its own token cap and effort, and its own
+    # timeout and total budget (empty = HYPA_LLM_TIMEOUT_S / HYPA_LLM_TOTAL_BUDGET_S). A rewrite that
+    # fails or times out falls back to the offline rewriter.
+    rewrite_max_tokens: int = Field(default=400, ge=16, le=128_000)
+    rewrite_effort: str = "low"  # low|medium|high|xhigh|max; "" = the model's default
+    rewrite_timeout_s: float | None = Field(default=None, gt=0)
+    rewrite_total_budget_s: float | None = Field(default=None, gt=0)
     circuit_failure_threshold: int = Field(default=5, ge=1)
     circuit_reset_s: float = Field(default=30.0, gt=0)
     # In chat (Slack, Telegram, `hypa chat`), the longest a person waits for Claude: after this many
@@ -177,6 +188,11 @@ class Settings(BaseSettings):
     @classmethod
     def _upper_log_level(cls, v):  # noqa: ANN001 - HYPA_LOG_LEVEL=info is as good as INFO
         return v.upper() if isinstance(v, str) else v
+
+    @field_validator("rewrite_timeout_s", "rewrite_total_budget_s", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, v):  # noqa: ANN001 - HYPA_REWRITE_TIMEOUT_S= means "the LLM default"
+        return None if isinstance(v, str) and not v.strip() else v
 
     @field_validator("chunk_overlap")
     @classmethod

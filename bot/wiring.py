@@ -1,4 +1,5 @@
-"""Builds the application's components from Settings (the only place that knows concrete classes)."""
+"""The composition root: builds the application's components from Settings, with the typed configs
+of bot/configs.py. The only place that knows concrete classes and plugs them into core's Protocols."""
 from __future__ import annotations
 
 import threading
@@ -7,22 +8,31 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
+from bot.configs import (
+    answer_config,
+    classifier_config,
+    kg_extractor_config,
+    kg_load_limits,
+    llm_client_config,
+    rewriter_client_config,
+    rewriter_config,
+    weaviate_config,
+)
 from bot.settings import Settings
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
 from core.answer_watch import AnswerWatch
 from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator
 from core.index import ChunkIndex
 from core.ingestion import IngestOutcome, IngestProgress, ingest_file
-from core.params import get_config
-from core.pipeline import AnswerPipeline, Generator, QuestionLimits
-from core.places import place_and_language_names
-from core.rerank import reranker_from_settings
-from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
 from core.language import LanguageDetector
 from core.lexicon import Lexicon
-from core.pipeline import ProvisionSearch
 from core.linear import DEFAULT_WEIGHTS_FILE, LinearModel, load_model
+from core.params import get_config
+from core.pipeline import AnswerPipeline, Generator, ProvisionSearch, QuestionLimits
+from core.places import place_and_language_names
 from core.ranking import FEATURES, BM25Search, FeatureBuilder, ProvisionRanker
+from core.rerank import build_reranker
+from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
 from core.segments import SegmentIndex, unit_texts
 from core.termstats import TermStats
 from core.types import Chunk, RetrievalParams
@@ -33,13 +43,42 @@ from storage.sentence_vectors import SentenceVectorStore
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from core.metrics import Metrics
     from core.conversation_service import StoredConversationService
+    from core.llm.client import FailureRecorder
+    from core.metrics import Metrics
     from storage.sql import ConversationStore
 
 
 def _ignore(_: int) -> None:
     pass
+
+
+def make_embedder(s: Settings) -> Embedder:
+    """HYPA_EMBEDDING_MODEL / _DEVICE / _BACKEND; cheap: the model loads on first use."""
+    return Embedder(
+        s.embedding_model or None, device=s.embedding_device, backend=s.embedding_backend, onnx_dir=s.data_dir / "models"
+    )
+
+
+def failure_recorder(s: Settings) -> FailureRecorder:
+    """Failed LLM calls, one JSON line each in the data directory; the question's text only with
+    HYPA_LOG_MESSAGE_TEXT, like the logs."""
+    from storage.llm_failures import JsonlFailureRecorder
+
+    return JsonlFailureRecorder(s.llm_failures_path, keep_text=s.log_message_text)
+
+
+def answer_generator(s: Settings, fallback: Generator) -> Generator:
+    """Claude (HYPA_ANSWER_MODEL) with `fallback` answering whenever Claude cannot, when
+    ANTHROPIC_API_KEY is set; else `fallback` alone (and the anthropic SDK, 2 s to import, stays
+    unloaded). One instance per process, so the circuit breaker's state is shared across questions."""
+    if not s.anthropic_api_key:
+        return fallback
+    from core.llm.claude_generator import ClaudeGenerator
+    from core.llm.client import ClaudeClient, FallbackGenerator
+
+    client = ClaudeClient(llm_client_config(s))
+    return FallbackGenerator(ClaudeGenerator(client, answer_config(s)), fallback, failure_recorder(s), breaker=client.breaker)
 
 
 def collection_hint(collection: str) -> str:
@@ -97,7 +136,7 @@ class Components:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return Embedder.from_settings(self.settings)
+        return make_embedder(self.settings)
 
     @cached_property
     def index(self) -> ChunkIndex:
@@ -105,7 +144,7 @@ class Components:
         if self.settings.index_backend == "weaviate":
             from storage.weaviate_index import WeaviateIndex  # weaviate-client only when chosen
 
-            return WeaviateIndex.from_settings(self.settings, embedder=self.embedder)
+            return WeaviateIndex.from_config(weaviate_config(self.settings), embedder=self.embedder)
         return EmbeddedIndex(
             self.settings.index_dir, embedder=self.embedder, candidates=self.settings.candidates
         )
@@ -195,17 +234,20 @@ class Components:
         """HYPA_KG_EXTRACTOR: offline patterns, or offline + Claude (cached per chunk) with a key."""
         from core.kg.offline import OfflineExtractor
 
-        if self.settings.kg_extractor == "llm" and self.settings.anthropic_api_key:
-            from core.kg.llm import llm_extractor_from_settings
+        s = self.settings
+        if s.kg_extractor == "llm" and s.anthropic_api_key:
+            from core.kg.llm import ExtractionCache, LLMExtractor
+            from core.llm.client import ClaudeClient
 
-            return llm_extractor_from_settings(self.settings, OfflineExtractor())
+            cache = ExtractionCache(s.kg_dir / "llm_triplets.json")
+            return LLMExtractor(ClaudeClient(llm_client_config(s)), OfflineExtractor(), cache, kg_extractor_config(s))
         return OfflineExtractor()
 
     @cached_property
     def kg_store(self):  # -> storage.kg_store.KGStore
-        from storage.kg_store import KGLoadLimits, KGStore
+        from storage.kg_store import KGStore
 
-        return KGStore(self.settings.kg_dir, KGLoadLimits.from_settings(self.settings))
+        return KGStore(self.settings.kg_dir, kg_load_limits(self.settings))
 
     def update_knowledge_graph(self, collection: str) -> None:
         """Re-extract the collection's triplets unless the stored graph already matches the index."""
@@ -257,7 +299,10 @@ class Components:
                 ensure_classifier,  # scikit-learn: only for adaptive configs
             )
 
-            classifier = ensure_classifier(self.settings, config.classes, embed=self.embedder.embed_queries)
+            assert config.classes is not None  # an adaptive config has them
+            classifier = ensure_classifier(
+                classifier_config(self.settings), config.classes, embed=self.embedder.embed_queries
+            )
         return ConfigPolicy(config, base, classifier)
 
     @cached_property
@@ -271,20 +316,18 @@ class Components:
             sentence_vectors=self.sentence_vectors,
             model=self.learned_model("sentences", SENTENCE_FEATURES),
         )
-        if not self.settings.anthropic_api_key:
-            return extractive  # and the anthropic SDK (2 s to import) stays unloaded
-        from core.llm.claude_generator import answer_generator_from_settings
-
-        return answer_generator_from_settings(self.settings, extractive)
+        return answer_generator(self.settings, extractive)
 
     def rewriter(self) -> QueryRewriter:
         if self.overrides.get("no_rewrite"):
             return NoRewriter()
         if not self.settings.anthropic_api_key:
             return OfflineRewriter(embed=self.embedder.embed_queries)
-        from core.llm.rewriter import rewriter_from_settings
+        from core.llm.client import ClaudeClient
+        from core.llm.rewriter import LLMRewriter
 
-        return rewriter_from_settings(self.settings)
+        client = ClaudeClient(rewriter_client_config(self.settings))  # its own timeouts and circuit breaker
+        return LLMRewriter(client, rewriter_config(self.settings), recorder=failure_recorder(self.settings))
 
     @cached_property
     def pipeline(self) -> AnswerPipeline:
@@ -298,7 +341,7 @@ class Components:
             limits=QuestionLimits(max_chars=s.max_question_chars),
             embed_queries=self.embedder.embed_queries,
             rewriter=self.rewriter(),
-            reranker=reranker_from_settings(s),
+            reranker=build_reranker(s.reranker_model, max_length=s.reranker_max_length, device=s.embedding_device),
             rerank_candidates=s.reranker_candidates,
             knowledge_graph=self.knowledge_graph,
             provisions=self.provision_search,

@@ -79,14 +79,20 @@ _IS_THERE = (
     r"\s+(?:(?:a|an|any|some|one)\s+)?(?:[\w./-]+\s+){0,3}?"
 )
 _WHAT_IS_THE = r"\bwhat (?:is|was|are|were|'s) the (?:(?:general|overall|public|typical|usual)\s+)?"
-_ASKS = [
-    # (pattern, kind groups); the first match wins.
+_Kinds = tuple[tuple[str, ...], ...]
+_ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool]] = [
+    # (pattern, kind groups[, required]); the first match wins.
     (re.compile(r"\bhow (?:long|soon)\b", re.I), (("duration",),)),
     (re.compile(r"\bhow often\b", re.I), (("duration",),)),
     (re.compile(r"\bhow old\b", re.I), (("age", "duration"),)),
     # An amount of money or a share: a bare number ("component 1", "Article 49") is not how much,
     # and a question about what something costs wants money, not the 2% of a threshold.
-    (re.compile(r"\bhow much\b(?=.*\b(?:cost|costs|price|fee|fees|charge|charged|pay|paid|spend|budget|salary|salaries)\b)", re.I), (("money",),)),
+    (
+        re.compile(
+            r"\bhow much\b(?=.*\b(?:cost|costs|price|fee|fees|charge|charged|pay|paid|spend|budget|salary|salaries)\b)", re.I
+        ),
+        (("money",),),
+    ),
     (re.compile(r"\bhow much\b", re.I), (("money", "percentage"),)),
     (re.compile(r"\bwhat (?:percentage|percent|share|proportion)\b", re.I), (("percentage",),)),
     (re.compile(_WHAT_IS_THE + r"(?:average|mean|median) age\b", re.I), (("statistic",), ("age",))),
@@ -94,18 +100,24 @@ _ASKS = [
     (re.compile(_WHAT_IS_THE + r"ages?\b", re.I), (("age",),)),
     (re.compile(_WHAT_IS_THE + r"(?:sentiment|opinion|attitude|reaction|tone|mood)\b", re.I), (("opinion",),)),
     # "When do the rules on X apply / start / take effect?" asks for a date (or a period from one).
-    (re.compile(
-        r"\b(?P<ask>when|from when|by when|as of when|what date)\b(?:\s+[\w'-]+){0,12}?\s+"
-        r"(?P<verb>apply|applies|applied|start|starts|begin|begins|take effect|takes effect|kick in|kicks in|"
-        r"come into (?:force|effect)|enter into force|enters into force|in force|effective|go live)\b",
-        re.I,
-    ), (("date", "duration"),), False),
+    (
+        re.compile(
+            r"\b(?P<ask>when|from when|by when|as of when|what date)\b(?:\s+[\w'-]+){0,12}?\s+"
+            r"(?P<verb>apply|applies|applied|start|starts|begin|begins|take effect|takes effect|kick in|kicks in|"
+            r"come into (?:force|effect)|enter into force|enters into force|in force|effective|go live)\b",
+            re.I,
+        ),
+        (("date", "duration"),),
+        False,
+    ),
     # "Is there a fee / a deadline / a cap ...?" asks whether the law sets a value: it does only if a
     # clause states one about the thing asked.
     (re.compile(_IS_THERE + r"(?:fee|fees|cost|costs|price|charge|charges|fine amount)\b", re.I), (("money",),)),
     (re.compile(_IS_THERE + r"(?:deadline|time limit|time frame|timeframe|period|cycle|frequency)\b", re.I), (("duration",),)),
-    (re.compile(_IS_THERE + r"(?:cap|ceiling|limit|threshold|cut-?off|minimum|maximum|quota|ratio|percentage)\b", re.I),
-     (("count", "percentage", "money", "duration"),)),
+    (
+        re.compile(_IS_THERE + r"(?:cap|ceiling|limit|threshold|cut-?off|minimum|maximum|quota|ratio|percentage)\b", re.I),
+        (("count", "percentage", "money", "duration"),),
+    ),
     # "By what date ...?" asks for the date (a period from an event will do).
     (re.compile(r"\bby what date\b", re.I), (("date", "duration"),)),
 ]
@@ -150,12 +162,14 @@ def asked_value(question: str) -> AskedValue | None:
                 return AskedValue((("duration",),), frozenset(asking), subject)
         # The counted thing ("employees") is what the question is about: it stays a key term.
         return AskedValue((("count",),), frozenset(content_terms("how many")), subject)
-    for pattern, kinds, *optional in _ASKS:
+    for rule in _ASKS:
+        pattern, kinds = rule[0], rule[1]
+        required = rule[2] if len(rule) == 3 else True
         for m in pattern.finditer(question):
             if _opens_clause(question, m.start()):
                 # The words that ask, not the subject between them ("when do *the GPAI rules* apply").
-                asking = " ".join(m.group(g) for g in ("ask", "verb")) if "ask" in pattern.groupindex else m.group(0)
-                return AskedValue(kinds, frozenset(content_terms(asking)), subject, required=not optional or optional[0])
+                words = " ".join(m.group(g) for g in ("ask", "verb")) if "ask" in pattern.groupindex else m.group(0)
+                return AskedValue(kinds, frozenset(content_terms(words)), subject, required=required)
     return None
 
 

@@ -129,11 +129,11 @@ def group_split(
     """Row indices (train, held-out) with every group entirely on one side."""
     from sklearn.model_selection import GroupShuffleSplit
 
-    groups = np.asarray(groups)
-    if len(set(groups.tolist())) < 2:
+    group_of_row = np.asarray(groups)
+    if len(set(group_of_row.tolist())) < 2:
         raise ClassifierDataError("need at least two groups to hold some out")
     splitter = GroupShuffleSplit(n_splits=1, test_size=test_size, random_state=seed)
-    train_idx, test_idx = next(splitter.split(np.zeros(len(groups)), groups=groups))
+    train_idx, test_idx = next(splitter.split(np.zeros(len(group_of_row)), groups=group_of_row))
     return np.sort(train_idx), np.sort(test_idx)
 
 
@@ -322,7 +322,7 @@ class ComplexityClassifier:
         }
         # Write next to the target, then rename: a crash never leaves a half-written artifact.
         tmp_weights = path / "weights.tmp.npz"
-        np.savez_compressed(tmp_weights, **arrays)
+        np.savez_compressed(tmp_weights, **dict[str, Any](arrays))  # (numpy's stub types **kwargs as a bool)
         _write_text(path / "vocab.json", json.dumps([b.vocabulary for b in self.blocks], ensure_ascii=False))
         tmp_weights.replace(path / "weights.npz")
         _write_text(path / "meta.json", json.dumps(meta, indent=2, ensure_ascii=False))
@@ -640,18 +640,27 @@ def classifier_dir(data_dir: str | Path, classes: int) -> Path:
     return Path(data_dir) / "classifier" / f"complexity-{classes}class"
 
 
-def ensure_classifier(settings: Any, classes: int, *, embed: EmbedFn | None = None) -> Any:
+@dataclass(frozen=True)
+class ClassifierConfig:
+    """Where the saved classifiers live (`<data_dir>/classifier`), the CSV that trains a missing one,
+    and the kind ("auto": use any saved artifact, train DEFAULT_KIND if none; a kind name: retrain
+    when the saved artifact is of another kind)."""
+
+    data_dir: Path
+    train_csv: Path | None = None  # None: DEFAULT_TRAIN_CSV
+    kind: str = "auto"
+
+
+def ensure_classifier(config: ClassifierConfig, classes: int, *, embed: EmbedFn | None = None) -> Any:
     """The saved classifier for `classes`, training it first if it is missing and the CSV exists.
 
-    Reads `settings.data_dir`, and (when present) `settings.classifier_train_csv` and
-    `settings.classifier_kind` ("auto": use any saved artifact, train DEFAULT_KIND if none; a kind
-    name: retrain when the saved artifact is of another kind). Returns None, with a warning, when no classifier can be had: the
-    retrieval config's fallback row (default mapping) is then used.
+    Returns None, with a warning, when no classifier can be had: the retrieval config's fallback row
+    (default mapping) is then used.
     """
     _check_classes(classes)
-    folder = classifier_dir(settings.data_dir, classes)
-    csv_path = Path(getattr(settings, "classifier_train_csv", None) or DEFAULT_TRAIN_CSV)
-    configured = getattr(settings, "classifier_kind", None) or "auto"
+    folder = classifier_dir(config.data_dir, classes)
+    csv_path = Path(config.train_csv or DEFAULT_TRAIN_CSV)
+    configured = config.kind or "auto"
     if configured != "auto" and configured not in KINDS:
         raise ValueError(f"classifier_kind {configured!r} is not auto or one of {', '.join(KINDS)}")
     kind = DEFAULT_KIND if configured == "auto" else configured

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -188,6 +188,7 @@ class CnnHead:
     def arrays(self) -> dict[str, np.ndarray]:
         out = {"out": self.out, "out_bias": self.out_bias}
         if self.projection is not None:
+            assert self.projection_bias is not None  # set together
             out["projection"], out["projection_bias"] = self.projection, self.projection_bias
         for kernel, conv, bias in zip(self.kernels, self.convs, self.conv_biases):
             out[f"conv{kernel}"], out[f"conv{kernel}_bias"] = conv, bias
@@ -264,7 +265,8 @@ class TokenCnnClassifier:
         path.mkdir(parents=True, exist_ok=True)
         self.svm.save(path / "svm")
         tmp = path / "head.tmp.npz"
-        np.savez_compressed(tmp, **self.head.arrays())
+        arrays: dict[str, Any] = self.head.arrays()  # (numpy's stub types **kwargs as its own bool option)
+        np.savez_compressed(tmp, **arrays)
         tmp.replace(path / "head.npz")
         meta = {
             **self.meta,
@@ -394,11 +396,12 @@ def train_cnn_head(
                 optimizer.step()
                 schedule.step()
         model.eval()
+        convs = cast("list[torch.nn.Conv1d]", list(model.convs))
         with torch.no_grad():
             return CnnHead(
                 kernels=KERNELS,
-                convs=[c.weight.permute(2, 1, 0).reshape(-1, CHANNELS).numpy().copy() for c in model.convs],
-                conv_biases=[c.bias.numpy().copy() for c in model.convs],
+                convs=[c.weight.permute(2, 1, 0).reshape(-1, CHANNELS).numpy().copy() for c in convs],
+                conv_biases=[cast("torch.Tensor", c.bias).numpy().copy() for c in convs],  # built with bias=True
                 out=model.out.weight.T.numpy().copy(),
                 out_bias=model.out.bias.numpy().copy(),
                 projection=model.projection.weight.T.numpy().copy(),

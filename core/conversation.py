@@ -109,7 +109,9 @@ class ConversationService(Protocol):
 
     # --- replying at least once: the lease on a message (chat adapters) ------------------------
 
-    lease_s: float  # a lease not renewed for this long is taken over
+    @property
+    def lease_s(self) -> float:
+        """A lease not renewed for this long is taken over."""
 
     def claim(self, message: IncomingMessage) -> Delivery | None:
         """Record the message and take the lease on replying to it; None when the reply was shown

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import asdict, replace
+
 from core.answer_watch import AnswerWatch
 from core.conversation import Delivery, FeedbackEvent, FeedbackOutcome, IncomingMessage, Reply
 from core.conversation_store import (

@@ -110,7 +110,7 @@ def review(rated: Sequence[RatedAnswer], worst: int = 10) -> FeedbackReview:
         down=len(rated) - up,
         by_day=sorted(by_day.items()),
         by_complexity=sorted(by_complexity.values(), key=lambda t: t.key),
-        by_question_type=sorted(by_type.values(), key=lambda t: QUESTION_TYPES.index(t.key)),  # type: ignore[arg-type]
+        by_question_type=sorted(by_type.values(), key=lambda t: QUESTION_TYPES.index(t.key)),
         worst=scores[:worst],
     )
 

@@ -47,7 +47,8 @@ _MIN_OWN_TERMS = 2
 # "what about X", "how about X", "and for X", "same for X", "and X?": X asked in place of something.
 _IN_PLACE_OF = re.compile(
     r"^(?:(?:ok|okay|so|and|but)[,\s]+)*(?:what|how)\s+about\s+(?P<a>[^?.;:,—–]+)"
-    r"|^(?:(?:ok|okay|so)[,\s]+)*(?:and|same|the same|is it the same)\s+(?:for|with|in the case of|if it'?s)\s+(?P<b>[^?.;:,—–]+)",
+    r"|^(?:(?:ok|okay|so)[,\s]+)*(?:and|same|the same|is it the same)\s+"
+    r"(?:for|with|in the case of|if it'?s)\s+(?P<b>[^?.;:,—–]+)",
     re.IGNORECASE,
 )
 MIN_SUBSTITUTION_SIMILARITY = 0.6

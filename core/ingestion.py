@@ -124,6 +124,7 @@ def document_key(
         if holder is None:
             if candidate == base:
                 return DocumentKey(candidate)
+            assert first_holder is not None  # the base id was taken, or it would have been returned
             return DocumentKey(candidate, f"'{base}' is another file: {first_holder.source}")
         if not holder.source:
             return DocumentKey(candidate, note_if_replaced=(

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 ENGLISH = "en"
 # Languages a user of an EU or NYC compliance bot is likely to write in; restricting the model to
 # them removes confusions with unrelated languages on short texts.
-CANDIDATES = ("en", "es", "de", "fr", "it", "nl", "pt", "pl", "sv", "da", "ro", "cs", "fi", "el", "hu", "bg", "sk", "sl", "hr", "lt", "lv", "et")
+CANDIDATES = (
+    "en", "es", "de", "fr", "it", "nl", "pt", "pl", "sv", "da", "ro", "cs", "fi", "el", "hu", "bg", "sk", "sl", "hr",
+    "lt", "lv", "et",
+)
 NAMES = {
     "es": "Spanish", "de": "German", "fr": "French", "it": "Italian", "nl": "Dutch", "pt": "Portuguese",
     "pl": "Polish", "sv": "Swedish", "da": "Danish", "ro": "Romanian", "cs": "Czech", "fi": "Finnish",

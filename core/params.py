@@ -102,7 +102,8 @@ class RetrievalConfig(BaseModel):
         missing = [k for k in _ADAPTIVE_FIELDS if getattr(self, k) is None]
         if missing:
             raise ValueError(f"adaptive config is missing {', '.join(missing)}")
-        expected = set(range(self.classes))  # type: ignore[arg-type]
+        assert self.classes is not None  # checked just above
+        expected = set(range(self.classes))
         got = set(self.labels)  # type: ignore[arg-type]
         if got != expected:
             extra = sorted(got - expected)
@@ -129,6 +130,7 @@ class RetrievalConfig(BaseModel):
             return self.row.row()
         if label is None:
             return self.fallback.row(fallback=True)  # type: ignore[union-attr]
+        assert self.classes is not None  # adaptive (validated)
         # bool is an int subclass and numpy ints are not ints: normalise explicitly, never guess.
         if isinstance(label, bool) or not _is_integer(label):
             raise ValueError(f"config {self.name!r}: label must be an int, got {label!r} ({type(label).__name__})")

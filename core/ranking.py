@@ -33,7 +33,7 @@ from core.roles import role_of
 from core.segments import SegmentIndex, chunk_segments
 from core.termstats import TermStats
 from core.text import QUESTION_FRAMING, content_terms
-from core.types import Chunk, ScoredChunk
+from core.types import ScoredChunk
 
 FEATURES: tuple[str, ...] = (
     "chunk",  # cosine(question, provision)

@@ -56,7 +56,9 @@ def read_training_questions(paths: Iterable[Path]) -> list[TrainingQuestion]:
             if not row.get("answerable", bool(evidence)) or not evidence:
                 continue
             history = tuple(
-                Turn(t["role"], t["content"]) for t in row.get("conversation_history") or [] if t.get("role") in ("user", "assistant")
+                Turn(t["role"], t["content"])
+                for t in row.get("conversation_history") or []
+                if t.get("role") in ("user", "assistant")
             )
             out.append(TrainingQuestion(str(row["id"]), str(row["collection"]), str(row["question"]), history, evidence))
     return out

@@ -289,11 +289,3 @@ def build_reranker(
         return NoReranker()
     return CrossEncoderReranker(model, max_length=max_length, device=device)
 
-
-def reranker_from_settings(settings) -> Reranker:  # noqa: ANN001 - bot.settings.Settings
-    """Build from `Settings` (`reranker_model`, `reranker_max_length`; device follows the embedder)."""
-    return build_reranker(
-        getattr(settings, "reranker_model", ""),
-        max_length=getattr(settings, "reranker_max_length", DEFAULT_MAX_LENGTH),
-        device=getattr(settings, "embedding_device", "cpu"),
-    )

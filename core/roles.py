@@ -45,4 +45,4 @@ def chunk_role(label: str, heading: str) -> Role:
 
 def role_of(chunk: "Chunk") -> Role:
     """The chunk's stored role, or (for chunks stored before roles existed) the one its label implies."""
-    return chunk.role if chunk.role in ROLES else chunk_role(chunk.label, chunk.heading)  # type: ignore[return-value]
+    return chunk.role if chunk.role in ROLES else chunk_role(chunk.label, chunk.heading)

@@ -56,7 +56,7 @@ _TMP_PREFIX = ".tmp-"
 _VERSION_PREFIX = "v"
 
 # Weaviate's BM25 defaults (schema BM25Config): k1=1.2, b=0.75.
-BM25_PARAMS = {"method": "lucene", "k1": 1.2, "b": 0.75}
+BM25_PARAMS: dict[str, str | float] = {"method": "lucene", "k1": 1.2, "b": 0.75}
 
 # Weaviate's "en" stopword preset, verbatim: adapters/repos/db/inverted/stopwords/presets.go
 WEAVIATE_EN_STOPWORDS = frozenset({
@@ -259,14 +259,6 @@ class EmbeddedIndex:
         # so running one at a time loses nothing.
         self._matvec_lock = threading.Lock()
 
-    @classmethod
-    def from_settings(cls, settings, *, embedder: TextEmbedder | None = None) -> EmbeddedIndex:
-        if embedder is None:
-            from storage.embedder import Embedder
-
-            embedder = Embedder.from_settings(settings)  # cheap: the model loads on first use
-        return cls(settings.index_dir, embedder=embedder, candidates=settings.candidates)
-
     # -- embedder access (shared with other stages) ----------------------------------------------
 
     @property
@@ -425,7 +417,10 @@ class EmbeddedIndex:
                     f"Collection {snap.name!r} was embedded with {snap.model_id}, but the current "
                     f"embedder is {self.embedder.model_id}; re-ingest the collection."
                 )
-            vector = self.embed_query(query)
+            return self._checked(snap, self.embed_query(query))
+        return self._checked(snap, vector)
+
+    def _checked(self, snap: _Snapshot, vector: Sequence[float] | np.ndarray) -> np.ndarray:
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != snap.vectors.shape[1]:
             raise EmbedderMismatch(

@@ -131,15 +131,6 @@ class Embedder:
         self.onnx_dir = onnx_dir
         self.backend_used = ""  # "onnx" or "torch" once loaded; "onnx" requires `onnx_dir`
 
-    @classmethod
-    def from_settings(cls, settings) -> Embedder:
-        return cls(
-            settings.embedding_model or None,
-            device=settings.embedding_device,
-            backend=settings.embedding_backend,
-            onnx_dir=settings.data_dir / "models",
-        )
-
     @property
     def onnx_path(self) -> Path | None:
         """Where this model's exported ONNX graph lives (keyed by the model's fingerprint)."""
@@ -228,6 +219,7 @@ class Embedder:
                     "(or no data directory was given); use auto or torch."
                 )
             return None
+        assert path is not None  # supported needs it
         try:
             if not path.is_file():
                 _log.warning("Exporting the embedding model to ONNX once (about 10 s): %s", path)

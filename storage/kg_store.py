@@ -80,10 +80,6 @@ class KGLoadLimits:
     max_seconds: float = 30.0  # HYPA_KG_LOAD_TIMEOUT_S
     max_depth: int = 16
 
-    @classmethod
-    def from_settings(cls, settings: Any) -> KGLoadLimits:
-        return cls(max_bytes=int(settings.kg_max_file_mb) * 1024 * 1024, max_seconds=float(settings.kg_load_timeout_s))
-
 
 DEFAULT_LIMITS = KGLoadLimits()
 
@@ -140,7 +136,7 @@ def _check_opcodes(payload: bytes, deadline: float, limits: KGLoadLimits) -> Non
         name = opcode.name
         if name in _PLAIN_OPCODES:
             if name in _STRING_OPCODES:
-                strings = [*strings[-1:], arg]
+                strings = [*strings[-1:], str(arg)]  # the *UNICODE opcodes push a str
             elif name not in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
                 strings = []
             continue

@@ -1,7 +1,7 @@
 """Where failed LLM calls are written down, so no failure goes unnoticed.
 
-`FailureRecorder` is the interface (a SQL-backed store can implement it later); `JsonlFailureRecorder`
-appends one JSON object per failure to a file:
+`core.llm.client.FailureRecorder` is the interface (a SQL-backed store can implement it later);
+`JsonlFailureRecorder` appends one JSON object per failure to a file:
 
     {"time": "2026-11-23T03:10:00.123+00:00", "question_sha256": "9f86d081884c7d65", "question_chars": 57,
      "error_class": "LLMUnavailable", "message": "...", "reason": "overloaded, HTTP 529", "status": 529}
@@ -21,12 +21,7 @@ import json
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-
-
-@runtime_checkable
-class FailureRecorder(Protocol):
-    def record(self, question: str, error: BaseException, **context: Any) -> None: ...
+from typing import Any
 
 
 def question_fields(question: str, keep_text: bool) -> dict[str, Any]:

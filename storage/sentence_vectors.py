@@ -40,8 +40,8 @@ class SentenceVectorStore:
             return np.zeros((0, 0), dtype=np.float32)
         keys = [_key(t) for t in texts]
         with self._lock:
-            self._load()
-            missing = {k: t for k, t in zip(keys, texts) if k not in self._rows and k not in self._extra}
+            rows = self._load()
+            missing = {k: t for k, t in zip(keys, texts) if k not in rows and k not in self._extra}
         if missing:
             fresh = self._embed(list(missing.values()))
             with self._lock:
@@ -53,9 +53,10 @@ class SentenceVectorStore:
         row = self._rows.get(key) if self._rows is not None else None
         return self._matrix[row] if row is not None else self._extra[key]
 
-    def _load(self) -> None:
+    def _load(self) -> dict[str, int]:
+        """The stored rows by key, read from disk on first use."""
         if self._rows is not None:
-            return
+            return self._rows
         keys_path, vectors_path = self._paths()
         if keys_path.is_file() and vectors_path.is_file():
             keys = json.loads(keys_path.read_text(encoding="utf-8"))
@@ -63,21 +64,22 @@ class SentenceVectorStore:
             if len(keys) == len(matrix):
                 self._rows = {k: i for i, k in enumerate(keys)}
                 self._matrix = matrix
-                return
+                return self._rows
         self._rows = {}
+        return self._rows
 
     # -- writing (ingest) ----------------------------------------------------------------------
 
     def add(self, texts: Sequence[str]) -> int:
         """Embed the texts not stored yet and persist them; returns how many were new."""
         with self._lock:
-            self._load()
-            new = {k: t for t in texts if (k := _key(t)) not in self._rows}
+            rows = self._load()
+            new = {k: t for t in texts if (k := _key(t)) not in rows}
         if not new:
             return 0
         vectors = np.asarray(self._embed(list(new.values())), dtype=np.float32)
         with self._lock:
-            keys = list(self._rows) + list(new)
+            keys = list(rows) + list(new)
             matrix = np.vstack([self._matrix, vectors]) if len(self._matrix) else vectors
             self._save(keys, matrix)
             self._rows = {k: i for i, k in enumerate(keys)}

@@ -154,6 +154,18 @@ class WeaviateEndpoint:
         return f"{scheme}://{self.http_host}:{self.http_port} (gRPC port {self.grpc_port})"
 
 
+@dataclass(frozen=True)
+class WeaviateConfig:
+    """The server (WEAVIATE_URL, WEAVIATE_GRPC_PORT, WEAVIATE_API_KEY) and the schema
+    (HYPA_WEAVIATE_COLLECTION, HYPA_WEAVIATE_MULTI_TENANCY)."""
+
+    url: str
+    grpc_port: int = 50051
+    api_key: str = ""
+    class_name: str = "HypaChunk"
+    multi_tenancy: bool = True
+
+
 def connect_weaviate(url: str, grpc_port: int, api_key: str = "", *, init_timeout_s: float = 5.0):
     """A connected weaviate-client v4 `WeaviateClient`, or WeaviateUnavailable with the reason."""
     import weaviate
@@ -242,7 +254,7 @@ def collection_filter(collection: str, doc_id: str | None = None):
     return where
 
 
-def _fetch_matching(handle: Any, equal: dict[str, str], properties: list[str]) -> list[Any]:
+def _fetch_matching(handle: Any, equal: dict[str, str], properties: list[str] | None) -> list[Any]:
     """Every object whose properties equal `equal`, however many there are.
 
     One filtered query returns at most QUERY_MAXIMUM_RESULTS objects (PAGE_LIMIT, Weaviate's
@@ -326,7 +338,7 @@ def chunk_schema(name: str, multi_tenancy: bool) -> dict[str, Any]:
             vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE),
         ),
         "inverted_index_config": Configure.inverted_index(
-            bm25_k1=BM25_PARAMS["k1"], bm25_b=BM25_PARAMS["b"], stopwords_preset=StopwordsPreset.EN,
+            bm25_k1=float(BM25_PARAMS["k1"]), bm25_b=float(BM25_PARAMS["b"]), stopwords_preset=StopwordsPreset.EN,
         ),
         "multi_tenancy_config": _multi_tenancy(multi_tenancy),
     }
@@ -405,13 +417,13 @@ class WeaviateIndex:
         self._known_collections: set[str] = set()  # written to (cached once seen; never un-known)
 
     @classmethod
-    def from_settings(cls, settings, *, embedder: TextEmbedder) -> WeaviateIndex:
-        WeaviateEndpoint.parse(settings.weaviate_url, settings.weaviate_grpc_port)  # fail early if unset
+    def from_config(cls, config: WeaviateConfig, *, embedder: TextEmbedder) -> WeaviateIndex:
+        WeaviateEndpoint.parse(config.url, config.grpc_port)  # fail early if unset or malformed
         return cls(
-            lambda: connect_weaviate(settings.weaviate_url, settings.weaviate_grpc_port, settings.weaviate_api_key),
+            lambda: connect_weaviate(config.url, config.grpc_port, config.api_key),
             embedder=embedder,
-            class_name=settings.weaviate_collection,
-            multi_tenancy=settings.weaviate_multi_tenancy,
+            class_name=config.class_name,
+            multi_tenancy=config.multi_tenancy,
         )
 
     # -- client and schema --------------------------------------------------------------------

@@ -174,4 +174,6 @@ def test_hypa_chat_shows_the_quoted_answer_then_claudes(monkeypatch):
     console = Console(file=io.StringIO(), width=200, record=True)
     run_chat(console, Service(), user="me")
     shown = console.export_text()
-    assert shown.index("Quoted: a seller") < shown.index("waiting for Claude's answer") < shown.index("Claude: ten business days.")
+    assert (
+        shown.index("Quoted: a seller") < shown.index("waiting for Claude's answer") < shown.index("Claude: ten business days.")
+    )

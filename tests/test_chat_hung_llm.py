@@ -15,7 +15,7 @@ import time
 import pytest
 
 from bot.settings import Settings
-from core.llm.claude_generator import answer_generator_from_settings
+from bot.wiring import answer_generator
 from tests.fakes.anthropic_server import FakeAnthropic, cites_first_document, held, never_answers
 from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, block_texts, envelope, mention_event
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat
@@ -93,7 +93,7 @@ def claude_with_fallback(anthropic: FakeAnthropic, data_dir) -> object:
     """Claude with the quoted answer as fallback, wired from settings as `hypa serve telegram` does."""
     settings = Settings(_env_file=None, data_dir=data_dir, anthropic_api_key="test-key",
                         anthropic_base_url=anthropic.base_url, **SLOW_CLIENT)
-    return answer_generator_from_settings(settings, toy_generator())
+    return answer_generator(settings, toy_generator())
 
 
 def test_telegram_shows_the_quoted_answer_within_the_wait_then_edits_it_into_claudes(tmp_path, anthropic):
@@ -134,7 +134,7 @@ def test_telegram_claudes_shorter_answer_replaces_a_quoted_answer_of_several_mes
     chat = private_chat(5252)
     settings = Settings(_env_file=None, data_dir=tmp_path, anthropic_api_key="test-key",
                         anthropic_base_url=anthropic.base_url, **SLOW_CLIENT)
-    generator = answer_generator_from_settings(settings, LongAnswerGenerator(toy_generator()))
+    generator = answer_generator(settings, LongAnswerGenerator(toy_generator()))
     with FakeTelegram() as telegram:
         bot = BotProcess(tmp_path, telegram, generator=generator)
         bot.service.answer_wait_s = WAIT_S

@@ -132,7 +132,7 @@ def test_bill_sections_and_enacting_clauses(bill):
     assert_well_formed(doc, chunks)
     labels = {c.label for c in chunks}
     for n in range(870, 875):
-        assert any(l == f"Admin. Code § 20-{n}" or l.startswith(f"Admin. Code § 20-{n}(") for l in labels), n
+        assert any(label == f"Admin. Code § 20-{n}" or label.startswith(f"Admin. Code § 20-{n}(") for label in labels), n
     [a] = by_label(chunks, "Admin. Code § 20-871(a)")
     assert "bias audit conducted no more than one year prior" in a.text
     [effective] = by_label(chunks, "Int. No. 1894-A § 2")
@@ -188,15 +188,15 @@ def test_eu_ai_act_articles_annexes_recitals():
     assert elapsed < 30, f"loading and chunking the EU AI Act took {elapsed:.1f}s"
     assert_well_formed(doc, chunks)
     labels = [c.label for c in chunks]
-    articles = {int(m.group(1)) for l in labels if (m := re.match(r"EU AI Act Art\. (\d+)\b", l))}
+    articles = {int(m.group(1)) for label in labels if (m := re.match(r"EU AI Act Art\. (\d+)\b", label))}
     assert articles == set(range(1, 114))
-    recitals = {int(m.group(1)) for l in labels if (m := re.fullmatch(r"EU AI Act Recital (\d+)", l))}
+    recitals = {int(m.group(1)) for label in labels if (m := re.fullmatch(r"EU AI Act Recital (\d+)", label))}
     assert recitals == set(range(1, 181))
     assert "EU AI Act preamble" in labels
     [art26] = by_label(chunks, "EU AI Act Art. 26(1)")
     assert art26.heading == "Obligations of deployers of high-risk AI systems"
     assert art26.text.startswith("Article 26")
-    assert any(l.startswith("EU AI Act Art. 26(11)") for l in labels)
+    assert any(label.startswith("EU AI Act Art. 26(11)") for label in labels)
     [employment] = by_label(chunks, "EU AI Act Annex III(4)")
     assert "recruitment or selection of natural persons" in employment.text
     assert {f"EU AI Act Annex III({n})" for n in range(1, 9)} <= set(labels)

@@ -14,7 +14,10 @@ QUOTE = "An employer must keep the summary posted for at least 6 months after it
 OTHER = "Any person that violates this subchapter is liable for a civil penalty."
 CITATIONS = [Citation(1, "c1", "6 RCNY § 5-303(c)", QUOTE), Citation(2, "c2", "Admin. Code § 20-872(a)", OTHER)]
 # An offline answer shows quote 1 (its line breaks and quote marks differ), a paraphrase cites 2.
-TEXT = "Under 6 RCNY § 5-303(c): “An employer must keep the summary posted\nfor at least 6 months after its latest use.” [1] Fines apply [2]."
+TEXT = (
+    "Under 6 RCNY § 5-303(c): “An employer must keep the summary posted\nfor at least 6 months after its latest use.” [1] "
+    "Fines apply [2]."
+)
 
 
 def _reply() -> Reply:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
@@ -19,7 +18,6 @@ from core.llm.claude_generator import (
     DEFAULT_ANSWER_MODEL,
     ClaudeGenerator,
     ClaudeGeneratorConfig,
-    answer_generator_from_settings,
     check_citation,
     find_ignoring_whitespace,
 )
@@ -70,7 +68,14 @@ def cited_answer(model: str = "claude-sonnet-5-5") -> Reply:
                 text_block("Under Toy Code § 1-102(a), "),
                 text_block(
                     "a seller must notify each buyer no less than ten business days before selling a widget",
-                    [cite(1, NOTICE, "A seller shall notify each buyer no less than ten business days before selling a widget.", "Toy Code § 1-102(a)")],
+                    [
+                        cite(
+                            1,
+                            NOTICE,
+                            "A seller shall notify each buyer no less than ten business days before selling a widget.",
+                            "Toy Code § 1-102(a)",
+                        )
+                    ],
                 ),
                 text_block(", by mail or e-mail"),
                 text_block("", []),
@@ -223,7 +228,9 @@ def test_citations_not_in_the_chunk_are_dropped_and_whitespace_slips_repaired(fa
                 [
                     text_block("Sellers must give notice ", [cite(1, NOTICE, "A seller shall notify each buyer")]),
                     # whitespace differs from the chunk: repaired to the chunk's own text
-                    text_block("ten business days ahead", [char_citation(1, "no less than  ten\nbusiness days", start, start + 31)]),
+                    text_block(
+                        "ten business days ahead", [char_citation(1, "no less than  ten\nbusiness days", start, start + 31)]
+                    ),
                     # not in the chunk at all: dropped (and no [n] shown for it)
                     text_block(", or thirty days for gadgets", [char_citation(1, "thirty business days for gadgets", 0, 30)]),
                     # document index out of range: dropped
@@ -259,7 +266,9 @@ def test_check_citation_and_whitespace_search_units():
 
 
 def test_answer_with_no_valid_citation_falls_back_to_the_extractive_answer(fake):
-    fake.enqueue(reply(message([text_block("Sellers must notify buyers thirty days ahead.", [char_citation(1, "thirty days", 0, 11)])])))
+    fake.enqueue(
+        reply(message([text_block("Sellers must notify buyers thirty days ahead.", [char_citation(1, "thirty days", 0, 11)])]))
+    )
     recorder = MemoryFailureRecorder()
     answer = FallbackGenerator(make_generator(fake), toy_generator(), recorder).generate(QUESTION, scored())
 
@@ -565,12 +574,13 @@ def test_prompt_injection_stays_data(fake):
 
 
 def test_wiring_without_key_is_extractive_and_with_key_is_claude_with_fallback(fake, tmp_path):
+    from bot.settings import Settings
+    from bot.wiring import answer_generator
+
     fallback = toy_generator()
-    assert answer_generator_from_settings(SimpleNamespace(anthropic_api_key=""), fallback) is fallback
-    settings = SimpleNamespace(
-        anthropic_api_key="test-key", anthropic_base_url=fake.base_url, data_dir=tmp_path, llm_max_retries=0
-    )
-    generator = answer_generator_from_settings(settings, fallback)
+    assert answer_generator(Settings(data_dir=tmp_path), fallback) is fallback
+    settings = Settings(anthropic_api_key="test-key", anthropic_base_url=fake.base_url, data_dir=tmp_path, llm_max_retries=0)
+    generator = answer_generator(settings, fallback)
     assert isinstance(generator, FallbackGenerator)
     assert generator.primary.config.model == DEFAULT_ANSWER_MODEL
     fake.enqueue(cited_answer(), error_reply(500, "api_error", "boom"))
@@ -586,6 +596,7 @@ def test_failed_questions_are_written_down_as_text_only_with_log_message_text(fa
     import hashlib
 
     from bot.settings import Settings
+    from bot.wiring import answer_generator
 
     fake.default = error_reply(500, "api_error", "boom")
     questions = {False: "Is the acme screening tool covered?", True: "Is the zenith ranking tool covered?"}
@@ -594,7 +605,7 @@ def test_failed_questions_are_written_down_as_text_only_with_log_message_text(fa
             anthropic_api_key="test-key", anthropic_base_url=fake.base_url, data_dir=tmp_path / str(enabled),
             llm_max_retries=0, log_message_text=enabled, _env_file=None,
         )
-        generator = answer_generator_from_settings(settings, toy_generator())
+        generator = answer_generator(settings, toy_generator())
         assert generator.generate(question, scored()).model == "extractive"
         recorded = (tmp_path / str(enabled) / "llm_failures.jsonl").read_text(encoding="utf-8")
         (row,) = JsonlFailureRecorder(tmp_path / str(enabled) / "llm_failures.jsonl").read()

@@ -123,10 +123,17 @@ def test_ingest_own_markdown_regulation(built, tmp_path: Path):
 
 
 def test_chat_understands_a_follow_up(built):
-    session = "I want to know how an employer can provide notice to candidates for employment.\nWhat are the available methods?\n/quit\n"
+    session = (
+        "I want to know how an employer can provide notice to candidates for employment.\n"
+        "What are the available methods?\n/quit\n"
+    )
     result = CliRunner().invoke(app, ["chat"], input=session, env=built)
     assert result.exit_code == 0, result.output
-    follow_up_answer = result.output.split("What are the available methods?")[-1] if "What are the available methods?" in result.output else result.output
+    follow_up_answer = (
+        result.output.split("What are the available methods?")[-1]
+        if "What are the available methods?" in result.output
+        else result.output
+    )
     assert "job posting" in result.output or "U.S. mail" in result.output, follow_up_answer
 
 
@@ -273,7 +280,9 @@ def test_a_question_in_spanish_is_searched_in_english_and_answered_in_spanish_wi
 
 
 def test_a_question_in_german_without_a_key_asks_for_english(built):
-    result = CliRunner().invoke(app, ["ask", "Muss ich meine Bewerber informieren, dass KI eingesetzt wird?", "--json"], env=built)
+    result = CliRunner().invoke(
+        app, ["ask", "Muss ich meine Bewerber informieren, dass KI eingesetzt wird?", "--json"], env=built
+    )
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
     assert record["refused"] and "English" in record["answer"] and "German" in record["answer"]

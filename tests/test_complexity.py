@@ -5,14 +5,15 @@ import csv
 import json
 import logging
 import random
+from dataclasses import replace
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from core.complexity import (
     DEFAULT_TRAIN_CSV,
+    ClassifierConfig,
     ComplexityClassifier,
     Metrics,
     _TfidfBlock,
@@ -252,7 +253,7 @@ def test_choose_best_prefers_accuracy_then_real_speed_gains():
 
 
 def test_ensure_trains_once_then_loads(synthetic_csv, tmp_path, caplog):
-    settings = SimpleNamespace(data_dir=tmp_path, classifier_train_csv=synthetic_csv, classifier_kind="auto")
+    settings = ClassifierConfig(data_dir=tmp_path, train_csv=synthetic_csv, kind="auto")
     with caplog.at_level(logging.WARNING, logger="core.complexity"):
         first = ensure_classifier(settings, 3)
     assert first is not None and first.kind == "tfidf-svm"
@@ -262,12 +263,11 @@ def test_ensure_trains_once_then_loads(synthetic_csv, tmp_path, caplog):
     second = ensure_classifier(settings, 3)
     assert second is not None and meta.stat().st_mtime_ns == stamp  # loaded, not retrained
     # An explicit other kind retrains.
-    settings.classifier_kind = "tfidf-lr"
-    assert ensure_classifier(settings, 3).kind == "tfidf-lr"
+    assert ensure_classifier(replace(settings, kind="tfidf-lr"), 3).kind == "tfidf-lr"
 
 
 def test_ensure_without_data_returns_none_and_warns(tmp_path, caplog):
-    settings = SimpleNamespace(data_dir=tmp_path, classifier_train_csv=tmp_path / "absent.csv")
+    settings = ClassifierConfig(data_dir=tmp_path, train_csv=tmp_path / "absent.csv")
     with caplog.at_level(logging.WARNING, logger="core.complexity"):
         assert ensure_classifier(settings, 2) is None
     assert "default parameter mapping" in caplog.text

@@ -85,7 +85,9 @@ def test_numpy_cnn_equals_torch_conv1d(projected):
     x = x.T[None]
     pooled = []
     for k in kernels:
-        y = torch.relu(torch.nn.functional.conv1d(x, torch.from_numpy(torch_weights[k]), torch.from_numpy(biases[k]), padding=k // 2))
+        y = torch.relu(
+            torch.nn.functional.conv1d(x, torch.from_numpy(torch_weights[k]), torch.from_numpy(biases[k]), padding=k // 2)
+        )
         pooled += [y.max(2).values[0], y.mean(2)[0]]
     want = (torch.cat(pooled) @ torch.from_numpy(out) + torch.from_numpy(out_bias)).numpy()
     np.testing.assert_allclose(head.logits(states), want, rtol=1e-5, atol=1e-5)

@@ -188,8 +188,11 @@ def test_slack_mentions_killed_right_after_the_ack_are_answered_by_the_restart_a
         with CrashBot("slack", tmp_path, fake.base_url) as restarted:
             for body in bodies:
                 channel, ts = body["event"]["channel"], body["event"]["ts"]
-                fake.wait_for(lambda: [m for m in fake.thread(channel, ts) if m.text != PLACEHOLDER_TEXT], 30,
-                              "an answer")
+                fake.wait_for(
+                    lambda channel=channel, ts=ts: [m for m in fake.thread(channel, ts) if m.text != PLACEHOLDER_TEXT],
+                    30,
+                    "an answer",
+                )
             fake.wait_quiet(1.5)
             for body in bodies:
                 (shown,) = fake.thread(body["event"]["channel"], body["event"]["ts"])  # no placeholder left

@@ -478,7 +478,9 @@ def test_report_shows_llm_tokens_and_cost_per_1000_questions():
     summary = summarize_llm_usage(rows)
     assert summary.rows == 2 and summary.models == {"claude-haiku-4-5": 2}
     assert summary.input_tokens == 1000 and summary.output_tokens == 150
-    expected = 1000 * (estimate_cost(rows[0]["usage"], "claude-haiku-4-5") + estimate_cost(rows[1]["usage"], "claude-haiku-4-5")) / 2
+    expected = (
+        1000 * (estimate_cost(rows[0]["usage"], "claude-haiku-4-5") + estimate_cost(rows[1]["usage"], "claude-haiku-4-5")) / 2
+    )
     assert summary.cost_per_1000_usd == pytest.approx(expected) and expected > 0
     assert summarize_llm_usage([rows[2]]) is None
     assert summarize_llm_usage([{**rows[0], "model": "no-such-model"}]).cost_per_1000_usd is None

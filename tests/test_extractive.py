@@ -38,7 +38,9 @@ def test_every_quote_is_verbatim_in_its_chunk_and_answer_only_contains_quotes_an
         # What is left is only the frames naming each provision and the citation markers: nothing
         # outside the law's text is said about it.
         frames = [line for line in rest.splitlines() if line]
-        assert frames and all(re.fullmatch(r"(?:And u|U)nder Toy Code § [\d()a-z-]+(?: \([^)]*\))?: “(?: … )*” \[\d\]", f) for f in frames), frames
+        assert frames and all(
+            re.fullmatch(r"(?:And u|U)nder Toy Code § [\d()a-z-]+(?: \([^)]*\))?: “(?: … )*” \[\d\]", f) for f in frames
+        ), frames
 
 
 def test_citation_numbers_follow_first_use():
@@ -96,7 +98,9 @@ def test_provision_name_narrows_to_the_quoted_item(label, quote, name):
 def test_a_value_question_leads_with_the_sentence_that_states_the_value_whatever_the_model_says():
     # a sentence model that prefers anything but the value
     contrary = LinearModel.of(SENTENCE_FEATURES, {"states_value": -10.0})
-    generator = ExtractiveGenerator(lambda c: TermStats.from_texts(ch.text for ch in [sc.chunk for sc in scored()]), model=contrary)
+    generator = ExtractiveGenerator(
+        lambda c: TermStats.from_texts(ch.text for ch in [sc.chunk for sc in scored()]), model=contrary
+    )
     answer = generator.generate("How much is the civil penalty for a first violation?", scored())
     assert "$500" in answer.citations[0].quote
 
@@ -150,7 +154,9 @@ def test_markdown_html_and_page_numbers_are_never_quoted():
     )
     chunk = make_chunk("Widget Rules § 2", text, heading="Notice")
     generator = ExtractiveGenerator(lambda c: TermStats.from_texts([text]))
-    answer = generator.generate("How many days before selling must a seller notify each buyer by mail?", [ScoredChunk(chunk, 1.0)])
+    answer = generator.generate(
+        "How many days before selling must a seller notify each buyer by mail?", [ScoredChunk(chunk, 1.0)]
+    )
     quotes = [c.quote for c in answer.citations]
     assert quotes and all(q in text for q in quotes)
     assert not any(mark in q for q in quotes for mark in ("#", "**", "<p>", "</p>", "Page 3"))
@@ -164,7 +170,9 @@ def test_a_list_item_quoted_with_its_lead_in_is_not_quoted_again():
     )
     chunk = make_chunk("Toy Code § 1-104(b)", text)
     generator = ExtractiveGenerator(lambda c: TermStats.from_texts([text]))
-    answer = generator.generate("What must a seller tell buyers about the widget audit and the reviewer?", [ScoredChunk(chunk, 1.0)])
+    answer = generator.generate(
+        "What must a seller tell buyers about the widget audit and the reviewer?", [ScoredChunk(chunk, 1.0)]
+    )
     assert answer.text.count("That a widget audit was done") == 1
     quotes = [c.quote for c in answer.citations]
     assert not any(a != b and a in b for a in quotes for b in quotes)

@@ -40,7 +40,10 @@ def test_readyz_names_the_failing_check_then_turns_ready(components):
     assert not_ready.json() == {"ready": False, "checks": {"index": False, "database": True, "answering": True}}
     components.index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS)
     ready = client.get("/readyz")
-    assert ready.status_code == 200 and ready.json() == {"ready": True, "checks": {"index": True, "database": True, "answering": True}}
+    assert ready.status_code == 200 and ready.json() == {
+        "ready": True,
+        "checks": {"index": True, "database": True, "answering": True},
+    }
 
 
 def test_unreachable_database_is_not_ready(tmp_path):

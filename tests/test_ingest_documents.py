@@ -152,7 +152,7 @@ def test_as_puts_a_file_under_an_explicit_id_and_says_what_it_replaced(hypa, tmp
     hypa("ingest", str(a), "-c", "X")
     replaced = hypa("ingest", str(new), "-c", "X", "--as", "rules")
     assert replaced.exit_code == 0
-    assert f"replaced rules-2027.md as 'rules'" in one_line(replaced.output)
+    assert "replaced rules-2027.md as 'rules'" in one_line(replaced.output)
     assert f"'rules' was {a.resolve()}" in one_line(replaced.output)
     assert set(listed(hypa, "X")) == {"rules"}
     bad = hypa("ingest", str(new), "-c", "X", "--as", "no spaces/please")

@@ -45,11 +45,27 @@ def test_abbreviations_come_from_the_text_and_must_match_initials():
             "§ 20-872(c)",
             [("§ 20-871(b)(1)", "refers to"), ("§ 20-871(b)(2)", "refers to"), ("§ 20-871(b)(3)", "refers to")],
         ),
-        ("To comply with § 20-871(b)(1) and (2) of the Code", None, [("§ 20-871(b)(1)", "to comply with"), ("§ 20-871(b)(2)", "to comply with")]),
+        (
+            "To comply with § 20-871(b)(1) and (2) of the Code",
+            None,
+            [("§ 20-871(b)(1)", "to comply with"), ("§ 20-871(b)(2)", "to comply with")],
+        ),
         ("Notwithstanding subdivision (a) of this section", "§ 5-302(b)", [("§ 5-302(a)", "notwithstanding")]),
-        ("paragraphs (1) and (2) of this subdivision", "§ 5-301(b)", [("§ 5-301(b)(1)", "refers to"), ("§ 5-301(b)(2)", "refers to")]),
-        ("subsection (c) of section 2000e-8 of title 42 of the United States code", None, [("42 U.S.C. § 2000e-8(c)", "refers to")]),
-        ("Sections 1043 and 2203(f) of the New York City Charter", None, [("NYC Charter § 1043", "refers to"), ("NYC Charter § 2203(f)", "refers to")]),
+        (
+            "paragraphs (1) and (2) of this subdivision",
+            "§ 5-301(b)",
+            [("§ 5-301(b)(1)", "refers to"), ("§ 5-301(b)(2)", "refers to")],
+        ),
+        (
+            "subsection (c) of section 2000e-8 of title 42 of the United States code",
+            None,
+            [("42 U.S.C. § 2000e-8(c)", "refers to")],
+        ),
+        (
+            "Sections 1043 and 2203(f) of the New York City Charter",
+            None,
+            [("NYC Charter § 1043", "refers to"), ("NYC Charter § 2203(f)", "refers to")],
+        ),
         ("obligations under Article 26(1) and Annex III", None, [("Art. 26(1)", "under"), ("Annex III", "refers to")]),
         ("§ 20-871 Requirements. a. In the city", "§ 20-871(a)", []),  # its own heading
         ("no less than 10 business days; Section 1. This law", None, []),  # a bare "Section 1." is a heading
@@ -112,7 +128,10 @@ def test_obligations_prohibitions_conditions_and_cross_references():
             "A report of the inspection must be kept for at least 6 months after its latest use. "
             "The notice required by § 9-102(b)(1) of the Code must include instructions.",
         ),
-        make_chunk("Code § 9-102(b)", "(b) Inspection Notice. Where a gadget inspection tool (“GIT”) is used, a seller shall post a notice."),
+        make_chunk(
+            "Code § 9-102(b)",
+            "(b) Inspection Notice. Where a gadget inspection tool (“GIT”) is used, a seller shall post a notice.",
+        ),
     ]
     data = OfflineExtractor().extract("c", chunks, {})
     facts = _facts(data)

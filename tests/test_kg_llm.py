@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +11,6 @@ from core.errors import MalformedResponseError
 from core.kg.llm import (
     ExtractionCache,
     LLMExtractor,
-    llm_extractor_from_settings,
     parse_triplets,
 )
 from core.kg.offline import OfflineExtractor
@@ -24,7 +22,9 @@ pytestmark = pytest.mark.timeout(30)
 
 
 def triplets_reply(*items):
-    return reply(message(json.dumps({"triplets": [dict(zip(("subject", "predicate", "object", "object_is_entity"), i)) for i in items]})))
+    return reply(
+        message(json.dumps({"triplets": [dict(zip(("subject", "predicate", "object", "object_is_entity"), i)) for i in items]}))
+    )
 
 
 def _extractor(fake, tmp_path):
@@ -34,7 +34,9 @@ def _extractor(fake, tmp_path):
 def test_llm_triplets_are_added_with_provenance_and_cached(fake, tmp_path):
     fake.enqueue(
         triplets_reply(("widget audit", "means", "an impartial evaluation", False)),
-        triplets_reply(("seller", "must", "notify each buyer ten business days before a sale", False), ("seller", "made up", "x", False)),
+        triplets_reply(
+            ("seller", "must", "notify each buyer ten business days before a sale", False), ("seller", "made up", "x", False)
+        ),
         triplets_reply(("seller", "refers to", "section 1-101", True)),
     )
     extractor = _extractor(fake, tmp_path)
@@ -71,7 +73,9 @@ def test_a_failed_chunk_keeps_offline_facts_and_is_retried_next_time(fake, tmp_p
 
 
 def test_parse_triplets_accepts_fences_and_rejects_junk():
-    rows = parse_triplets('```json\n{"triplets": [{"subject": "A", "predicate": "Must", "object": "b"}, 3, {"subject": ""}]}\n```')
+    rows = parse_triplets(
+        '```json\n{"triplets": [{"subject": "A", "predicate": "Must", "object": "b"}, 3, {"subject": ""}]}\n```'
+    )
     assert rows == [["A", "must", "b", False]]
     with pytest.raises(MalformedResponseError):
         parse_triplets("no json here")
@@ -80,10 +84,13 @@ def test_parse_triplets_accepts_fences_and_rejects_junk():
 
 
 def test_settings_wiring(tmp_path):
-    settings = SimpleNamespace(anthropic_api_key="k", fast_model="claude-haiku-5-5", kg_dir=tmp_path, llm_temperature=0.0)
-    extractor = llm_extractor_from_settings(settings, OfflineExtractor())
-    assert extractor.cache.path == tmp_path / "llm_triplets.json"
-    assert extractor.config.model == "claude-haiku-5-5"
+    from bot.settings import Settings
+    from bot.wiring import Components
+
+    settings = Settings(anthropic_api_key="k", fast_model="claude-haiku-4-5", data_dir=tmp_path, kg_extractor="llm")
+    extractor = Components(settings).triplet_extractor()
+    assert extractor.cache.path == tmp_path / "kg" / "llm_triplets.json"
+    assert extractor.config.model == "claude-haiku-4-5" and isinstance(extractor.base, OfflineExtractor)
 
 
 def test_cache_save_that_fails_leaves_no_temporary_file(tmp_path, monkeypatch):

@@ -95,7 +95,9 @@ def _pipeline(index, graphs, kg: bool, **params) -> AnswerPipeline:
     return AnswerPipeline(
         index,
         ExtractiveGenerator(lambda c: stats),
-        RetrievalParams(**{"top_k": 2, "fusion": "rankedFusion", "alpha": 0.5, "kg_keywords": 3, "kg_depth": 2, "kg": kg, **params}),
+        RetrievalParams(
+            **{"top_k": 2, "fusion": "rankedFusion", "alpha": 0.5, "kg_keywords": 3, "kg_depth": 2, "kg": kg, **params}
+        ),
         default_collection="toy",
         count_tokens=lambda t: len(t.split()),
         knowledge_graph=graphs,
@@ -291,5 +293,8 @@ def test_array_ranking_matches_the_plain_loop_definition():
     for q in questions:
         for keywords, depth in ((1, 0), (2, 1), (3, 2), (5, 3)):
             entities = r.match_entities(q, keywords)
-            got = [[f.index, list(f.subjects), round(f.score, 9)] for f in r._rank(q, entities, r._walk([e.key for e in entities], depth))]
+            got = [
+                [f.index, list(f.subjects), round(f.score, 9)]
+                for f in r._rank(q, entities, r._walk([e.key for e in entities], depth))
+            ]
             assert got == _reference_rank(r, q, entities, depth), (q, keywords, depth)

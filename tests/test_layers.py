@@ -40,15 +40,6 @@ def imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
     return found
 
 
-# Upward imports still being moved (issue 16 lands in small commits); each commit that removes one
-# removes its line here, and a line whose import is gone fails the test, so the list only shrinks.
-PENDING: frozenset[str] = frozenset({
-    "core/llm/claude_generator.py: core imports storage.llm_failures",
-    "core/llm/client.py: core imports storage.llm_failures",
-    "core/llm/rewriter.py: core imports storage.llm_failures",
-})
-
-
 def upward_imports(root: Path) -> list[str]:
     """`path:line: layer imports module` for every import that crosses the layers the wrong way."""
     problems = []
@@ -64,20 +55,12 @@ def upward_imports(root: Path) -> list[str]:
     return problems
 
 
-def _without_line(problem: str) -> str:
-    path, _line, rest = problem.split(":", 2)
-    return f"{path}:{rest}"
-
-
 def test_imports_run_one_way():
     problems = upward_imports(ROOT)
-    new = [p for p in problems if _without_line(p) not in PENDING]
-    assert not new, (
+    assert not problems, (
         "imports must run bot -> adapters -> core <- storage (core owns the Protocols, bot/wiring.py "
-        "plugs concrete pieces in):\n" + "\n".join(new)
+        "plugs concrete pieces in):\n" + "\n".join(problems)
     )
-    gone = PENDING - {_without_line(p) for p in problems}
-    assert not gone, "these upward imports are gone; remove them from PENDING:\n" + "\n".join(sorted(gone))
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import time
-from types import SimpleNamespace
 
 import pytest
 
@@ -21,10 +20,8 @@ from core.llm.prompts import load_prompt
 from core.llm.rewriter import (
     LLMRewriter,
     LLMRewriterConfig,
-    client_from_settings,
     parse_rewrite,
     render_input,
-    rewriter_from_settings,
 )
 from core.rewriter import OfflineRewriter, QueryRewriter, Rewrite
 from core.types import Turn
@@ -155,7 +152,9 @@ def test_n_zero_with_history_rewrites_the_standalone_only(fake):
 
 
 def test_code_fences_and_surrounding_text_are_tolerated(fake):
-    fenced = "```json\n" + json.dumps({"standalone": STANDALONE, "sub_queries": ["independent auditor prior involvement"]}) + "\n```"
+    fenced = (
+        "```json\n" + json.dumps({"standalone": STANDALONE, "sub_queries": ["independent auditor prior involvement"]}) + "\n```"
+    )
     chatty = "Here is the rewrite:\n" + json.dumps({"standalone": STANDALONE}) + "\nHope this helps."
     fake.enqueue(rewrite_reply("", raw=fenced), rewrite_reply("", raw=chatty))
     rewriter = make_rewriter(fake)
@@ -317,8 +316,11 @@ def test_prompt_file():
 
 
 def test_wiring_without_key_is_offline_and_with_key_is_the_fast_model(fake, tmp_path):
-    assert isinstance(rewriter_from_settings(SimpleNamespace(anthropic_api_key="")), OfflineRewriter)
-    settings = SimpleNamespace(
+    from bot.settings import Settings
+    from bot.wiring import Components
+
+    assert isinstance(Components(Settings(data_dir=tmp_path)).rewriter(), OfflineRewriter)
+    settings = Settings(
         anthropic_api_key="test-key",
         anthropic_base_url=fake.base_url,
         fast_model="claude-haiku-4-5",
@@ -327,7 +329,7 @@ def test_wiring_without_key_is_offline_and_with_key_is_the_fast_model(fake, tmp_
         llm_timeout_s=3.0,
         data_dir=tmp_path,
     )
-    rewriter: QueryRewriter = rewriter_from_settings(settings)
+    rewriter: QueryRewriter = Components(settings).rewriter()
     assert isinstance(rewriter, LLMRewriter)
     assert rewriter.config.model == "claude-haiku-4-5" and rewriter.config.history_turns == 4
     assert rewriter.client.config.timeout_s == 3.0 and rewriter.client.config.retry.max_retries == 0
@@ -340,14 +342,15 @@ def test_wiring_without_key_is_offline_and_with_key_is_the_fast_model(fake, tmp_
     assert row["question_chars"] == len("And the penalties?")
 
 
-def test_wiring_with_real_settings_and_a_shared_client(fake, tmp_path):
+def test_wiring_with_real_settings(fake, tmp_path):
     from bot.settings import Settings
+    from bot.wiring import Components
 
     settings = Settings(ANTHROPIC_API_KEY="test-key", anthropic_base_url=fake.base_url, data_dir=tmp_path)
-    client = client_from_settings(settings)
-    assert client.config.base_url == fake.base_url and client.config.timeout_s == settings.llm_timeout_s
-    rewriter = rewriter_from_settings(settings, client=client)
-    assert isinstance(rewriter, LLMRewriter) and rewriter.client is client
+    rewriter = Components(settings).rewriter()
+    assert isinstance(rewriter, LLMRewriter)
+    assert rewriter.client.config.base_url == fake.base_url
+    assert rewriter.client.config.timeout_s == settings.llm_timeout_s
     assert rewriter.config.model == settings.fast_model
 
 
@@ -371,7 +374,9 @@ def test_a_reply_that_is_not_json_is_quoted_only_with_log_message_text(fake, tmp
 
 
 def test_a_question_in_another_language_is_translated_even_with_nothing_to_resolve(fake):
-    fake.enqueue(reply(message(json.dumps({"standalone": "Do we have to tell candidates?", "sub_queries": [], "language": "es"}))))
+    fake.enqueue(
+        reply(message(json.dumps({"standalone": "Do we have to tell candidates?", "sub_queries": [], "language": "es"})))
+    )
     out = make_rewriter(fake).rewrite("¿Tenemos que avisar a los candidatos de que usamos una herramienta?", [], 0)
     assert out.standalone == "Do we have to tell candidates?" and out.language == "es"
     assert len(fake.message_requests) == 1

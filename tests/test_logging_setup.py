@@ -64,7 +64,9 @@ def test_secrets_are_redacted_everywhere(capture):
     stream = capture(_settings())
     log = logging.getLogger("hypa.test")
     log.info("POST https://api.telegram.org/bot%s/sendMessage", TELEGRAM_TOKEN)
-    log.info("slack token %s, signing %s", SLACK_TOKEN, SIGNING_SECRET, extra={"headers": {"Authorization": f"Bearer {WEAVIATE_KEY}"}})
+    log.info(
+        "slack token %s, signing %s", SLACK_TOKEN, SIGNING_SECRET, extra={"headers": {"Authorization": f"Bearer {WEAVIATE_KEY}"}}
+    )
     log.info("db at postgresql://hypa:s3cret-pw@db:5432/hypa")
     try:
         raise RuntimeError(f"auth failed for {SLACK_TOKEN}")

@@ -60,7 +60,7 @@ def test_label_2_is_outside_the_2class_table(configs):
 def test_no_label_uses_the_flagged_fallback_row(configs, name):
     row = configs[name].params_for(None)
     assert row.fallback is True
-    assert row.top_k == 5  # documented: the same k as fixed-k5 / HYPA_TOP_K
+    assert row.top_k == 5  # documented: the same k as fixed-k5
 
 
 @pytest.mark.parametrize(("name", "k"), [("fixed-k3", 3), ("fixed-k5", 5), ("fixed-k7", 7), ("fixed-k10", 10)])
@@ -162,12 +162,18 @@ def test_fixed_config_can_set_the_optional_fields(tmp_path):
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        (GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, max_context_tokens = -5 }"), "configs.ok.labels.1.max_context_tokens"),
+        (
+            GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, max_context_tokens = -5 }"),
+            "configs.ok.labels.1.max_context_tokens",
+        ),
         (GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, min_novelty = 1.0 }"), "configs.ok.labels.1.min_novelty"),
         (GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, min_novelty = -0.1 }"), "configs.ok.labels.1.min_novelty"),
         (GOOD_ADAPTIVE.replace("kg_depth = 3 }", "kg_depth = 3, max_tokens = 900 }"), "configs.ok.labels.1.max_tokens"),
         (GOOD_ADAPTIVE + "max_context_tokens = 900\n", "must not also set max_context_tokens"),
-        ("[configs.x]\ntop_k = 3\nq = 1\nkg_keywords = 1\nkg_depth = 1\nmax_context_tokens = 'lots'\n", "configs.x.max_context_tokens"),
+        (
+            "[configs.x]\ntop_k = 3\nq = 1\nkg_keywords = 1\nkg_depth = 1\nmax_context_tokens = 'lots'\n",
+            "configs.x.max_context_tokens",
+        ),
     ],
 )
 def test_bad_budget_or_novelty_is_refused_at_load(tmp_path, text, needle):

@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
+from core.asks import defined_terms
 from core.errors import ModelWeightsError
 from core.linear import LinearModel, load_model, save_models
 from core.query import QueryPlan
-from core.asks import defined_terms
 from core.ranking import FEATURES, FeatureBuilder, ProvisionRanker, named_provisions
-from core.ranking_train import fit_weights, listwise_loss, read_training_questions, TrainingSet
+from core.ranking_train import TrainingSet, fit_weights, listwise_loss, read_training_questions
 from core.segments import SegmentIndex, unit_texts
 from storage.embedder import HashingEmbedder
 from tests.helpers import make_chunk

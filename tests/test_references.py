@@ -14,7 +14,9 @@ def test_chapter_titles_from_capitalised_headings():
 def test_a_chunk_gets_the_titles_of_what_it_cites_but_not_its_own():
     chunks = [
         make_chunk("EU AI Act Art. 50(1)", "Providers shall inform people.", heading="Transparency obligations"),
-        make_chunk("EU AI Act Art. 99(4)", "Fines for breaches of Article 50 and Article 99; see Article 7.", heading="Penalties"),
+        make_chunk(
+            "EU AI Act Art. 99(4)", "Fines for breaches of Article 50 and Article 99; see Article 7.", heading="Penalties"
+        ),
         make_chunk("EU AI Act Art. 113(a)–(b)", "(a) Chapters I and II shall apply from six months.", heading="Entry into force"),
         make_chunk("Admin. Code § 20-872(a)", "violates section 20-871 of this subchapter", heading="Penalties."),
         make_chunk("Admin. Code § 20-871(a)", "An employer may not use an AEDT unless audited.", heading="Requirements."),

@@ -25,7 +25,6 @@ from core.rerank import (  # noqa: E402
     Reranker,
     build_reranker,
     passage_text,
-    reranker_from_settings,
 )
 from core.types import ScoredChunk  # noqa: E402
 from tests.helpers import make_chunk  # noqa: E402
@@ -199,10 +198,6 @@ def test_empty_setting_gives_identity_reranker():
     assert out == list(candidates[:3]) and isinstance(out, list)
     assert rr.rerank(QUERY, candidates, top_k=50) == list(candidates)
 
-    class NoRerankerSetting:  # settings without the field yet behave as "disabled"
-        embedding_device = "cpu"
-
-    assert isinstance(reranker_from_settings(NoRerankerSetting()), NoReranker)
 
 
 def test_factory_builds_cross_encoder(tiny_model_dir):

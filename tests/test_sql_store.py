@@ -379,7 +379,9 @@ def test_old_delivery_ids_are_forgotten_as_new_ones_arrive(store):
 
 def test_feedback_one_rating_per_rater_changes_logged(store):
     answer_id = answer(store)
-    ev = lambda rating, rater="7", **kw: FeedbackEvent(answer_id, "telegram", rater, rating, **kw)
+    def ev(rating, rater="7", **kw):
+        return FeedbackEvent(answer_id, "telegram", rater, rating, **kw)
+
     assert store.record_feedback(ev(1)).changed
     assert not store.record_feedback(ev(1)).changed
     out = store.record_feedback(ev(-1, reason="cites the wrong section"))
@@ -496,7 +498,9 @@ def test_ratings_from_before_acts_were_stored_are_carried_over_by_the_migration(
 
 def test_removing_a_reaction_withdraws_only_the_rating_it_gave(store):
     answer_id = answer(store)
-    ev = lambda rating, **kw: FeedbackEvent(answer_id, "telegram", "U1", rating, **kw)
+    def ev(rating, **kw):
+        return FeedbackEvent(answer_id, "telegram", "U1", rating, **kw)
+
     store.record_feedback(ev(1, source="reaction"))
     store.record_feedback(ev(-1, source="button"))  # changed their mind with the button
     kept = store.record_feedback(ev(0, source="reaction", withdraws=1))  # then took the 👍 reaction away

@@ -181,7 +181,9 @@ def test_flood_control_429_is_retried_and_the_answer_still_arrives(tmp_path, fak
     bot = BotProcess(tmp_path, fake)
     fake.rate_limit_next("sendMessage", retry_after=1)
     with bot.running():
-        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="How many days before selling must a seller notify buyers?"))
+        fake.push_updates(
+            message(update_id=1, message_id=10, chat=CHAT, text="How many days before selling must a seller notify buyers?")
+        )
         answer = answers_in(fake, CHAT["id"], timeout=15)[0]
         assert "ten business days" in answer["text"]
         sends = fake.calls_of("sendMessage")
@@ -216,7 +218,9 @@ def test_long_answer_is_split_into_messages_within_the_limit(tmp_path, fake):
         joined = "".join(p["text"] for p in parts)
         assert joined.count("sellers &amp; buyers &lt;must&gt; keep records.") == 240
         answer_id = bot.store.answers()[0].id
-        linked = lambda p: bot.service.answer_for_platform_message("telegram", str(CHAT["id"]), str(p["message_id"]))
+        def linked(p):
+            return bot.service.answer_for_platform_message("telegram", str(CHAT["id"]), str(p["message_id"]))
+
         eventually(lambda: linked(parts[-1]), what="the last part's link (stored right after it is sent)")
         assert [linked(p) for p in parts] == [answer_id] * len(parts)  # replies/reactions on any part count
 

@@ -161,5 +161,7 @@ def test_a_reply_to_the_bot_is_recognised_by_the_author_id():
     bot_message = {"message_id": 2, "date": 0, "chat": {"id": -5, "type": "group", "title": "g"},
                    "from": {"id": 77, "is_bot": True, "first_name": "Hypa"}, "text": "answer"}
     assert replies_to_bot(_msg(text="and then?", reply_to_message=bot_message), 77)
-    assert not replies_to_bot(_msg(text="and then?", reply_to_message={**bot_message, "from": {"id": 8, "is_bot": False, "first_name": "B"}}), 77)
+    assert not replies_to_bot(
+        _msg(text="and then?", reply_to_message={**bot_message, "from": {"id": 8, "is_bot": False, "first_name": "B"}}), 77
+    )
     assert not replies_to_bot(_msg(text="and then?"), 77)

@@ -38,6 +38,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def backends(tmp_path_factory):
+    from bot.configs import weaviate_config
     from bot.corpus import fetch_corpus
     from bot.settings import Settings
     from bot.wiring import Components
@@ -55,8 +56,8 @@ def backends(tmp_path_factory):
         assert components.ingest(f.path, "ll144").status != "failed"
     embedded = EmbeddedIndex(settings.index_dir, embedder=components.embedder, candidates=WEAVIATE_SUBSEARCH_LIMIT)
     class_name = f"HypaParity{uuid.uuid4().hex[:8]}"
-    remote = WeaviateIndex.from_settings(
-        Settings(data_dir=data_dir, weaviate_collection=class_name), embedder=components.embedder
+    remote = WeaviateIndex.from_config(
+        weaviate_config(Settings(data_dir=data_dir, weaviate_collection=class_name)), embedder=components.embedder
     )
     copy_collection(embedded, remote, "ll144")
     yield embedded, remote, components.embedder

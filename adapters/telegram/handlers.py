@@ -39,13 +39,13 @@ from telegram.ext import (
 )
 
 from adapters.delivery import MAX_CONCURRENT_ANSWERS, LeaseKeeper, claim, finish_delivery, is_first_delivery
+from adapters.telegram.recording import UpdateRecorder
 from adapters.telegram.render import (
     THUMBS_DOWN,
     THUMBS_UP,
     parse_feedback_callback,
     render_plain,
 )
-from adapters.telegram.recording import UpdateRecorder
 from adapters.telegram.replies import FAILED, PLACEHOLDER, TelegramReplies
 from core.conversation import (
     AnswerNotShownHere,

@@ -374,20 +374,20 @@ def build_report(
             s.similarity = v
 
     relabelled = []
-    for rid, v in review.items():
+    for rid, verdict in review.items():
         g = gold.get(rid)
         if g is None:
             continue
         gold_in = g.question_type != OUT_OF_SCOPE_TYPE
-        if v.in_scope != gold_in or v.borderline:
+        if verdict.in_scope != gold_in or verdict.borderline:
             relabelled.append(
                 {
                     "id": rid,
                     "type": g.question_type,
                     "gold_in_scope": gold_in,
-                    "in_scope": v.in_scope,
-                    "borderline": v.borderline,
-                    "provision": v.provision,
+                    "in_scope": verdict.in_scope,
+                    "borderline": verdict.borderline,
+                    "provision": verdict.provision,
                 }
             )
 

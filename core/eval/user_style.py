@@ -24,6 +24,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from core.errors import DatasetError
 from core.eval.report import read_results
@@ -82,7 +83,7 @@ def score_row(gold: dict, prediction: dict | None) -> RowScore:
     contexts = p.get("contexts") or []
     answerable = bool(gold.get("answerable"))
     refused = is_refusal(p)
-    base = dict(
+    base: dict[str, Any] = dict(
         id=str(gold["id"]),
         kind=str(gold.get("kind")),
         answerable=answerable,
@@ -188,7 +189,17 @@ def _cells(s: Summary) -> list[str]:
     def count(v: float | None) -> str:
         return "—" if v is None else f"{v:,.0f}"
 
-    return [s.name, str(s.n), rate(s.prov), rate(s.facts), rate(s.cited), rate(s.fr), rate(s.oos), count(s.ctxtok), count(s.awords)]
+    return [
+        s.name,
+        str(s.n),
+        rate(s.prov),
+        rate(s.facts),
+        rate(s.cited),
+        rate(s.fr),
+        rate(s.oos),
+        count(s.ctxtok),
+        count(s.awords),
+    ]
 
 
 def render_user_markdown(report: UserStyleReport) -> str:

@@ -634,6 +634,7 @@ def _enum_tree(unit: _Unit, text: str) -> list[_Node]:
     for k, (pos, line, m) in enumerate(candidates):
         if m is None:  # a worked example
             ex = _EXAMPLE.match(line)
+            assert ex is not None  # _candidate_lines put it here because it matched
             token = f"Example {ex.group(1)}" if ex.group(1) else "Example"
             flat.append(_Node(pos, unit.end, "example", token=token, level=0))
             in_example = True
@@ -655,7 +656,7 @@ def _enum_tree(unit: _Unit, text: str) -> list[_Node]:
 
 def _candidate_lines(unit: _Unit, text: str) -> list[tuple[int, str, re.Match | None]]:
     """Lines that open with a subdivision marker (match) or a worked example (None)."""
-    out = []
+    out: list[tuple[int, str, re.Match | None]] = []
     for pos in _marker_positions(unit, text):
         line = _line_at(text, pos, unit.end)
         if _EXAMPLE.match(line):
@@ -671,6 +672,7 @@ def _roman_follows(k: int, candidates: list[tuple[int, str, re.Match | None]]) -
     Decided by which comes first among the later markers of the same shape: "(ii)" or "(j)".
     """
     m = candidates[k][2]
+    assert m is not None  # called for a marker, not an example
     paren = m.group("p") is not None
     token = m.group("p") if paren else m.group("d")
     roman_next, letter_next = _ROMAN_SUCCESSOR.get(token), chr(ord(token) + 1)

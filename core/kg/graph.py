@@ -32,8 +32,9 @@ def build_graph(data: KGData) -> nx.MultiDiGraph:
             if target not in graph:
                 graph.add_node(target, name=target, kind="entity", aliases=[], definitions=[])
         else:
-            target = values.get(t.object)
-            if target is None:
+            if t.object in values:
+                target = values[t.object]
+            else:
                 target = f"{VALUE_PREFIX}{len(values)}"
                 values[t.object] = target
                 graph.add_node(target, name=t.object, kind="value")

@@ -23,7 +23,8 @@ from core.kg import model as m
 from core.kg.model import Entity, KGData, Triplet
 from core.kg.normalize import collapse, display_name, entity_key
 from core.kg.provisions import find_references, label_provisions
-from core.llm.client import ClaudeClient, client_from_settings, model_request_options, reply_json_object, reply_text
+from core.llm.client import ClaudeClient, model_request_options, reply_json_object, reply_text
+from core.llm.models import DEFAULT_FAST_MODEL
 from core.llm.prompts import load_prompt
 from core.types import Chunk
 
@@ -41,7 +42,7 @@ MAX_FIELD_CHARS = 600
 
 @dataclass(frozen=True)
 class LLMExtractorConfig:
-    model: str = "claude-haiku-5-5"
+    model: str = DEFAULT_FAST_MODEL
     max_tokens: int = 2000
     temperature: float | None = 0.0
     effort: str | None = "low"
@@ -147,7 +148,9 @@ class LLMExtractor:
             "model": self.config.model,
             "max_tokens": self.config.max_tokens,
             "system": [{"type": "text", "text": self.system_prompt, "cache_control": {"type": "ephemeral"}}],
-            "messages": [{"role": "user", "content": [{"type": "text", "text": f"{REQUEST_HEADER}\n<input>\n{payload}\n</input>"}]}],
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": f"{REQUEST_HEADER}\n<input>\n{payload}\n</input>"}]}
+            ],
             **model_request_options(self.config.model, temperature=self.config.temperature, effort=self.config.effort),
         }
 
@@ -191,7 +194,7 @@ def parse_triplets(text: str) -> list[list]:
         if not isinstance(item, dict):
             continue
         s, p, o = item.get("subject"), item.get("predicate"), item.get("object")
-        if not all(isinstance(v, str) and v.strip() for v in (s, p, o)):
+        if not (isinstance(s, str) and isinstance(p, str) and isinstance(o, str) and s.strip() and p.strip() and o.strip()):
             continue
         p = p.strip().lower()
         if p not in ALLOWED:
@@ -199,16 +202,3 @@ def parse_triplets(text: str) -> list[list]:
         is_entity = item.get("object_is_entity") is True
         rows.append([collapse(s)[:200], p, collapse(o)[:MAX_FIELD_CHARS], is_entity])
     return rows
-
-
-def llm_extractor_from_settings(settings: Any, base: Any, *, client: ClaudeClient | None = None) -> LLMExtractor:
-    """LLMExtractor on `settings.fast_model`, cache in `settings.kg_dir / llm_triplets.json`."""
-    return LLMExtractor(
-        client or client_from_settings(settings),
-        base,
-        ExtractionCache(Path(settings.kg_dir) / "llm_triplets.json"),
-        LLMExtractorConfig(
-            model=getattr(settings, "fast_model", "") or LLMExtractorConfig.model,
-            temperature=getattr(settings, "llm_temperature", 0.0),
-        ),
-    )

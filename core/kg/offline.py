@@ -65,7 +65,10 @@ _AMOUNT = re.compile(r"(?:€|\$|EUR\s?|USD\s?)\s?\d[\d,.]*(?:\s?(?:million|bill
 _PENALTY_WORDS = re.compile(r"\b(?:penalt(?:y|ies)|fines?|liable)\b", re.IGNORECASE)
 _LEADING_MARKER = re.compile(r"^(?:\(?[a-z0-9]{1,4}[.)]\s+|\([a-z0-9]{1,4}\)\s*|[ivx]{1,4}\.\s+)+", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^(?:\(?\d{1,2}[.)]|\([a-z]{1,4}\)|[ivx]{1,4}\.)\s", re.IGNORECASE)
-_DETERMINERS = frozenset(["a", "an", "the", "any", "each", "such", "every", "all", "no", "its", "their", "his", "her", "this", "that", "these", "those"])
+_DETERMINERS = frozenset([
+    "a", "an", "the", "any", "each", "such", "every", "all", "no", "its", "their", "his", "her", "this", "that", "these",
+    "those",
+])
 # A subject noun phrase ends where a relative clause, participle or preposition starts.
 _SUBJECT_BREAK = re.compile(
     r"\s(?:that|who|whom|which|whose|where|when|in|on|at|for|with|under|from|by|to|of|pursuant|"
@@ -428,7 +431,15 @@ def _sentences(text: str) -> list[str]:
     spans = [p[a:b].strip() for p in pieces if p.strip() for a, b in sentence_spans(p, min_chars=4)]
     out: list[str] = []
     for s in spans:
-        if out and out[-1].rstrip().endswith((":", ";", "; and", "; or", ", and", "; and,", "; or,")) and _LIST_ITEM.match(s) or out and _LIST_ITEM.match(s) and re.search(r":\s", out[-1]) and len(out[-1]) < 1500:
+        if (
+            out
+            and out[-1].rstrip().endswith((":", ";", "; and", "; or", ", and", "; and,", "; or,"))
+            and _LIST_ITEM.match(s)
+            or out
+            and _LIST_ITEM.match(s)
+            and re.search(r":\s", out[-1])
+            and len(out[-1]) < 1500
+        ):
             out[-1] = f"{out[-1]} {s}"
         else:
             out.append(s)

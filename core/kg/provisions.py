@@ -86,7 +86,10 @@ def lineage(key: str) -> list[str]:
 
 _ITEM = r"\(?[A-Za-z0-9]{1,4}\)?"
 _ITEMS = rf"{_ITEM}(?:\s*(?:,|and|or|, and|, or)\s*{_ITEM})*"
-_HOW = r"(?P<how>(?i:as defined (?:by|in)|defined (?:by|in)|pursuant to|to comply with|comply with|notwithstanding|in violation of|under|required by|in accordance with))?\s*"
+_HOW = (
+    r"(?P<how>(?i:as defined (?:by|in)|defined (?:by|in)|pursuant to|to comply with|comply with|notwithstanding"
+    r"|in violation of|under|required by|in accordance with))?\s*"
+)
 _QUALIFIER = (
     r"(?:\s+of\s+(?:the\s+)?(?P<q_code>Code|Administrative Code|New York City Administrative Code|"
     r"New York City Charter|Charter|this Chapter|this chapter)"
@@ -121,7 +124,8 @@ _ARTICLE_REF = re.compile(
 )
 _ANNEX_REF = re.compile(_HOW + r"Annex(?:es)?\s+(?P<no>[IVXLC]+)\b")
 _TITLE_REF = re.compile(
-    _HOW + r"(?:[Cc]hapter\s+(?P<chapter>\d+)\s+of\s+)?[Tt]itle\s+(?P<no>\d+)\b(?!\s+of\s+the\s+(?:United States|[Cc]ode of [Ff]ed))"
+    _HOW
+    + r"(?:[Cc]hapter\s+(?P<chapter>\d+)\s+of\s+)?[Tt]itle\s+(?P<no>\d+)\b(?!\s+of\s+the\s+(?:United States|[Cc]ode of [Ff]ed))"
     r"(?:\s+of\s+the\s+(?P<body>[Rr]ules of the [Cc]ity of New York|[Aa]dministrative [Cc]ode))?"
 )
 
@@ -211,7 +215,7 @@ def find_references(text: str, here: str | None = None) -> list[Reference]:
                 more = [*subs[:-1], *_subs(extra)] if subs else _subs(extra)
                 add(_key(base, more), m, _how(m))
             else:  # "Sections 1043 and 2203(f)"
-                num = re.match(r"\d+", extra).group(0)
+                num = extra[: len(extra) - len(extra.lstrip("0123456789"))]  # its leading digits
                 add(_key(_qualified(num, m, m.group("prefix")), _subs(extra)), m, _how(m))
         taken.append(m.span())
     for m in _PART_REF.finditer(text):
@@ -220,7 +224,7 @@ def find_references(text: str, here: str | None = None) -> list[Reference]:
         subs = _subs(m.group("subs")) + ([m.group("point")] if m.group("point") else [])
         add(_key(f"Art. {m.group('no')}", subs), m, _how(m))
         for extra in re.findall(rf"\d+[a-z]?(?:{_SUB})*", m.group("more") or ""):
-            num = re.match(r"\d+[a-z]?", extra).group(0)
+            num = re.match(r"\d+[a-z]?", extra).group(0)  # type: ignore[union-attr]  # findall matched this
             add(_key(f"Art. {num}", _subs(extra)), m, _how(m))
     for m in _ANNEX_REF.finditer(text):
         add(f"Annex {m.group('no')}", m, _how(m))

@@ -37,7 +37,9 @@ EmbedTexts = Callable[[list[str]], np.ndarray]
 @dataclass(frozen=True)
 class KGSettings:
     max_facts: int = 8  # facts passed to the generator
-    max_object_words: int = 25  # a literal object longer than this is shortened (dev set: 25 vs 40 words, same recall, fewer tokens)
+    max_object_words: int = (
+        25  # a literal object longer than this is shortened (dev set: 25 vs 40 words, same recall, fewer tokens)
+    )
     fuzzy_cutoff: float = 88.0  # rapidfuzz partial_ratio, 0-100
     embed_cutoff: float = 0.5  # cosine between question and entity name
     generic_entity_weight: float = 0.6  # an undefined one-word entity ("notice") matched exactly
@@ -113,7 +115,7 @@ class KGRetriever:
             if self._walkable(u) and self._walkable(v):
                 self._neighbours.setdefault(u, set()).add(v)
                 self._neighbours.setdefault(v, set()).add(u)
-        for i, t in enumerate(data.triplets):
+        for t in data.triplets:
             obj_key = t.object if t.object_is_entity else None
             if t.predicate in m.STRUCTURAL or t.chunk_id not in self._chunks:
                 continue

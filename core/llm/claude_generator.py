@@ -33,14 +33,11 @@ from typing import Any, Sequence
 
 from core.errors import LLMError, LLMRefusal, UngroundedAnswerError
 from core.extractive import REFUSAL_TEXT
-from core.llm.client import ClaudeClient, FallbackGenerator, _setting, client_from_settings, model_request_options
+from core.llm.client import ClaudeClient, model_request_options
+from core.llm.models import DEFAULT_ANSWER_MODEL
 from core.llm.prompts import load_prompt
 from core.types import Answer, Citation, ScoredChunk, Turn, Usage
 
-# Defaults chosen from the model ids the installed SDK lists (anthropic/types/model_param.py):
-# the current Sonnet for answers, the current Haiku for rewriting/extraction.
-DEFAULT_ANSWER_MODEL = "claude-sonnet-5-5"
-DEFAULT_FAST_MODEL = "claude-haiku-5-5"
 NOT_COVERED_MARKER = "NOT_COVERED"
 ANSWER_PROMPT = "answer_system.v2"
 
@@ -297,42 +294,3 @@ def _tidy(text: str) -> str:
     text = re.sub(r"[ \t]+\n", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()
-
-
-# --- wiring -----------------------------------------------------------------------------------
-
-
-def answer_generator_from_settings(settings: Any, fallback: Any, recorder: Any = None) -> Any:
-    """`fallback` alone without ANTHROPIC_API_KEY; otherwise Claude wrapped in FallbackGenerator.
-
-    Reads the settings fields listed in docs/LLM.md with getattr defaults, so it works before and
-    after those fields are added to bot.settings.Settings.
-    """
-    api_key = getattr(settings, "anthropic_api_key", "") or ""
-    if not api_key:
-        return fallback
-
-    def s(name: str, default: Any) -> Any:
-        return _setting(settings, name, default)
-
-    client = client_from_settings(settings)
-    generator = ClaudeGenerator(
-        client,
-        ClaudeGeneratorConfig(
-            model=s("answer_model", DEFAULT_ANSWER_MODEL),
-            max_tokens=int(s("answer_max_tokens", 2048)),
-            temperature=getattr(settings, "llm_temperature", 0.0),
-            effort=getattr(settings, "answer_effort", "low"),
-            history_turns=int(s("llm_history_turns", 6)),
-        ),
-    )
-    if recorder is None:
-        from storage.llm_failures import JsonlFailureRecorder
-
-        path = getattr(settings, "llm_failures_path", None)
-        if path is None and getattr(settings, "data_dir", None) is not None:
-            path = settings.data_dir / "llm_failures.jsonl"
-        # The question's text only with HYPA_LOG_MESSAGE_TEXT, like the logs.
-        keep_text = bool(getattr(settings, "log_message_text", False))
-        recorder = JsonlFailureRecorder(path, keep_text=keep_text) if path is not None else None
-    return FallbackGenerator(generator, fallback, recorder, breaker=client.breaker)

@@ -29,7 +29,7 @@ import threading
 import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import anthropic
 
@@ -44,7 +44,6 @@ from core.errors import (
 )
 from core.llm.answer_window import current_window, run_late
 from core.types import Answer, ScoredChunk, Turn, Usage
-from storage.llm_failures import FailureRecorder
 
 log = logging.getLogger(__name__)
 
@@ -341,6 +340,13 @@ def classify(exc: BaseException) -> LLMError:
 # --- fallback generator -----------------------------------------------------------------------
 
 
+@runtime_checkable
+class FailureRecorder(Protocol):
+    """Where a failed LLM call is written down (storage.llm_failures.JsonlFailureRecorder)."""
+
+    def record(self, question: str, error: BaseException, **context: Any) -> None: ...
+
+
 class FallbackGenerator:
     """Implements core.pipeline.Generator: `primary`'s answer, or `fallback`'s with a note.
 
@@ -393,7 +399,10 @@ class FallbackGenerator:
             return answer
         head = f"Claude has not answered within {window.wait_s:g} s"
         if answer.refused:
-            note = f"{head}; the quoted-answer fallback found no provision that answers this. Claude's answer will replace this when it arrives."
+            note = (
+                f"{head}; the quoted-answer fallback found no provision that answers this. "
+                "Claude's answer will replace this when it arrives."
+            )
         else:
             note = f"{head}; this answer is quoted directly from the provisions and will be replaced by Claude's when it arrives."
         return dataclasses.replace(answer, note=note, diagnostics={**answer.diagnostics, "llm_pending": 1})
@@ -489,38 +498,3 @@ def model_request_options(model: str, *, temperature: float | None, effort: str 
     if effort and (_CLAUDE5.match(name) or _EFFORT_OK.match(name)):
         options["output_config"] = {"effort": effort}
     return options
-
-
-# --- wiring -----------------------------------------------------------------------------------
-
-
-def _setting(settings: Any, name: str, default: Any) -> Any:
-    value = getattr(settings, name, default)
-    return default if value is None and default is not None else value
-
-
-def client_from_settings(
-    settings: Any, *, timeout_s: float | None = None, total_budget_s: float | None = None
-) -> ClaudeClient:
-    """A ClaudeClient configured from settings (the llm_* and circuit_* fields, with defaults
-    for objects that lack them); `timeout_s`/`total_budget_s` override the per-attempt timeout and total budget."""
-
-    def s(name: str, default: Any) -> Any:
-        return _setting(settings, name, default)
-
-    return ClaudeClient(
-        ClientConfig(
-            api_key=getattr(settings, "anthropic_api_key", "") or "",
-            base_url=s("anthropic_base_url", "") or None,
-            timeout_s=float(timeout_s if timeout_s is not None else s("llm_timeout_s", 30.0)),
-            total_budget_s=float(total_budget_s if total_budget_s is not None else s("llm_total_budget_s", 60.0)),
-            retry=RetryPolicy(
-                max_retries=int(s("llm_max_retries", 2)),
-                base_delay_s=float(s("llm_backoff_base_s", 0.5)),
-                max_delay_s=float(s("llm_backoff_max_s", 8.0)),
-                max_retry_after_s=float(s("llm_max_retry_after_s", 20.0)),
-            ),
-            circuit_failure_threshold=int(s("circuit_failure_threshold", 5)),
-            circuit_reset_s=float(s("circuit_reset_s", 30.0)),
-        )
-    )

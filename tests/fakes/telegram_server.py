@@ -190,7 +190,9 @@ class FakeTelegram(LocalHTTPFake):
         self._cond.notify_all()
 
     def _methods(self) -> dict[str, Callable[[dict], tuple[int, dict]]]:
-        ok = lambda result: (200, {"ok": True, "result": result})
+        def ok(result: object) -> tuple[int, dict]:
+            return 200, {"ok": True, "result": result}
+
         return {
             "getMe": lambda p: ok(self.bot_user),
             "sendMessage": lambda p: ok(self._send(p)),

@@ -197,7 +197,8 @@ class _Servicer(weaviate_pb2_grpc.WeaviateServicer):
         with self.fake.state.lock:
             names = sorted(t for t, objs in self.fake.state.objects.get(request.collection, {}).items() if t)
         return tenants_pb2.TenantsGetReply(
-            took=0.001, tenants=[tenants_pb2.Tenant(name=n, activity_status=tenants_pb2.TENANT_ACTIVITY_STATUS_ACTIVE) for n in names]
+            took=0.001,
+            tenants=[tenants_pb2.Tenant(name=n, activity_status=tenants_pb2.TENANT_ACTIVITY_STATUS_ACTIVE) for n in names],
         )
 
     def Search(self, request, context):
