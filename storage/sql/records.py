@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from core.review import Review
 from core.types import Citation
 
 Outcome = Literal["answered", "refused", "invalid", "error"]
@@ -86,6 +87,17 @@ class RatedAnswer:
     reason: str
     rated_at: datetime
     updated_at: datetime
+    reason_kind: str = ""  # core/review.py REASON_KINDS, "" when no reason was chosen
+    review_state: str = ""  # pending | corrected | fine, "" when nobody asked for a review
+
+
+@dataclass(frozen=True)
+class ReviewedAnswer:
+    """A settled review (corrected or fine) with the answer it reviews and the 👎 reasons given."""
+
+    answer: StoredAnswer
+    review: Review
+    reasons: tuple[tuple[str, str], ...] = ()  # (reason_kind, reason) of the current 👎s
 
 
 @dataclass(frozen=True)
@@ -101,3 +113,4 @@ class FeedbackChange:
     reason: str
     rated_at: datetime
     recorded_at: datetime
+    reason_kind: str = ""
