@@ -98,7 +98,9 @@ def test_socket_mode_is_chosen_by_the_app_token_and_runs_the_same_listeners(tmp_
         return [listener.ack_function.__name__ for listener in bot.app._async_listeners]
 
     assert listeners(socket.bot) == listeners(http.bot) == [
-        "_on_question", "_on_question", "_on_reaction_added", "_on_reaction_removed", "_on_feedback_button"]
+        "_on_question", "_on_question", "_on_reaction_added", "_on_reaction_removed", "_on_feedback_button",
+        "_on_command", "_on_share", "listener", "listener", "listener", "_on_reason_submitted",
+        "_on_correction_submitted"]
     middleware = lambda bot: [type(m).__name__ for m in bot.app._async_middleware_list]
     assert "AsyncRequestVerification" in middleware(http.bot)
     assert "AsyncRequestVerification" not in middleware(socket.bot)  # Socket Mode requests are not signed
