@@ -105,7 +105,8 @@ class ReplyPromptRecord:
     purpose: Literal["reason", "correction"]
     answer_id: str
     user: str
-    act_order: int = 0
+    act_order: int = 0  # a reason: the position of the 👎 act it belongs to
+    review_post_id: str = ""  # a correction: the review post it was asked from
 
 
 def parse_correction(text: str) -> tuple[str, str]:

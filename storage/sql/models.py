@@ -274,4 +274,6 @@ class ReplyPrompt(Base):
     user: Mapped[str] = mapped_column(String(128))  # whose reply counts (the rater, the reviewer)
     # The rating act the reason belongs to (its position on the platform's clock); 0 for corrections.
     act_order: Mapped[int] = mapped_column(BigInteger)
+    # For a correction: the review post it was asked from (updated once the correction is saved).
+    review_post_id: Mapped[str | None] = mapped_column(String(128))
     created_at: Mapped[datetime]

@@ -770,7 +770,8 @@ class ConversationStore:
                 conn, _PROMPTS,
                 {"platform": prompt.platform, "channel": prompt.channel, "prompt_id": prompt.prompt_id,
                  "purpose": prompt.purpose, "answer_id": prompt.answer_id, "user": prompt.user,
-                 "act_order": prompt.act_order, "created_at": _utcnow()},
+                 "act_order": prompt.act_order, "review_post_id": prompt.review_post_id or None,
+                 "created_at": _utcnow()},
             )
 
     def reply_prompt(self, platform: str, channel: str, prompt_id: str) -> ReplyPromptRecord | None:
@@ -784,6 +785,7 @@ class ConversationStore:
         return ReplyPromptRecord(
             platform=row.platform, channel=row.channel, prompt_id=row.prompt_id, purpose=row.purpose,
             answer_id=row.answer_id, user=row.user, act_order=int(row.act_order),
+            review_post_id=row.review_post_id or "",
         )
 
     def count_rows(self, table: str) -> int:

@@ -57,6 +57,7 @@ def upgrade() -> None:
         sa.Column("answer_id", sa.String(length=24), nullable=False),
         sa.Column("user", sa.String(length=128), nullable=False),
         sa.Column("act_order", sa.BigInteger(), nullable=False),
+        sa.Column("review_post_id", sa.String(length=128), nullable=True),
         sa.Column("created_at", sa.DateTime(), nullable=False),
         sa.ForeignKeyConstraint(["answer_id"], ["answers.id"], name=op.f("fk_reply_prompts_answer_id_answers")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_reply_prompts")),
