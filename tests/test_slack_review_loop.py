@@ -307,3 +307,20 @@ def test_a_reaction_is_a_one_tap_rating_without_a_modal_or_a_review(bot, fake):
     fake.wait_for(lambda: bot.store.current_rating(answer_id, "UFRAN001") == -1, 5, "the reaction's rating")
     fake.wait_quiet(0.3)
     assert fake.views == [] and review_posts(fake) == []
+
+
+# --- 5. group DMs (message.mpim) ----------------------------------------------------------------------
+
+
+def test_in_a_group_dm_a_mention_is_answered_and_a_follow_up_in_its_thread_needs_no_mention(bot, fake):
+    from tests.fakes.slack_server import message_event
+
+    event, message = ask_in_channel(bot, fake, channel="G0MPIM01")
+    follow = message_event("And for a second violation?", channel="G0MPIM01", channel_type="mpim",
+                           thread_ts=event["ts"])
+    assert bot.slack.send(envelope(follow)).status_code == 200
+    fake.wait_for(lambda: len([m for m in fake.thread("G0MPIM01", event["ts"]) if m.edits]) == 2, what="2 answers")
+    plain = message_event("lunch anyone?", channel="G0MPIM01", channel_type="mpim")  # no mention, no thread
+    bot.slack.send(envelope(plain))
+    fake.wait_quiet(0.3)
+    assert fake.thread("G0MPIM01", plain["ts"]) == []
