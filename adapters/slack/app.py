@@ -45,6 +45,7 @@ from adapters.slack.blocks import (
     NOT_SHOWN_HERE_TEXT,
     PLACEHOLDER_TEXT,
     UNKNOWN_ANSWER_TEXT,
+    SlackMessage,
     feedback_acknowledgement,
     render_failure,
     render_reply,
@@ -63,7 +64,16 @@ from adapters.slack.events import (
 from adapters.slack.replies import SlackReplies
 from adapters.slack.request_gate import Refusal, SlackRequestGate
 from adapters.slack.review import SlackReviewDesk
-from adapters.slack.review_blocks import ACTION_REVIEW_CORRECT, ACTION_REVIEW_FINE, VIEW_CORRECTION, VIEW_REASON
+from adapters.slack.review_blocks import (
+    ACTION_REVIEW_CORRECT,
+    ACTION_REVIEW_FINE,
+    CORRECT_ANSWER_INPUT,
+    REASON_KIND_INPUT,
+    VIEW_CORRECTION,
+    VIEW_REASON,
+    read_correction,
+    read_reason,
+)
 from adapters.slack.tasks import BackgroundTasks
 from adapters.slack.text import escape_mrkdwn, rating_for_reaction, to_question
 from bot.metrics import Metrics
@@ -264,8 +274,6 @@ class SlackBot:
         self.tasks.spawn(self._record_button(body, action), name="slack-button")
 
     async def _on_reason_submitted(self, ack, body: dict, view: dict) -> None:
-        from adapters.slack.review_blocks import REASON_KIND_INPUT, read_reason
-
         kind, text = read_reason(view)
         if not kind and not text:  # Slack shows this under the choice and keeps the modal open
             await ack(response_action="errors", errors={REASON_KIND_INPUT[0]: "Choose what was wrong."})
@@ -274,8 +282,6 @@ class SlackBot:
         self.tasks.spawn(self.review.submit_reason(body, view), name="slack-reason-submit")
 
     async def _on_correction_submitted(self, ack, body: dict, view: dict) -> None:
-        from adapters.slack.review_blocks import CORRECT_ANSWER_INPUT, read_correction
-
         answer, _, _ = read_correction(view)
         if not answer:
             await ack(response_action="errors", errors={CORRECT_ANSWER_INPUT[0]: "Write the correct answer."})
@@ -497,9 +503,8 @@ class _Claimed:
     failed: bool = False  # the event could not be read or recorded: the thread gets an apology
 
 
-def _note(text: str):
-    from adapters.slack.blocks import SlackMessage
-
+def _note(text: str) -> SlackMessage:
+    """A plain ephemeral note (no blocks)."""
     return SlackMessage(text=text, blocks=[])
 
 

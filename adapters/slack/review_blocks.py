@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from adapters.slack.blocks import SECTION_CHARS, SlackMessage, source_lines
 from adapters.slack.text import answer_mrkdwn, escape_mrkdwn
 from core.conversation import Reply
-from core.review import REASON_KINDS, Exchange, Review, described_reason
+from core.review import REASON_KINDS, Exchange, Review
 
 VIEW_REASON = "downvote_reason"  # callback_id of the 👎 reason modal
 VIEW_CORRECTION = "review_correction"  # callback_id of the reviewer's modal
@@ -250,6 +250,3 @@ def correction_message(review: Review) -> SlackMessage:
         blocks=[_section(_shorten(body, SECTION_CHARS))],
     )
 
-
-def reason_summary(kind: str, text: str) -> str:
-    return described_reason(kind, text)
