@@ -324,3 +324,22 @@ def test_in_a_group_dm_a_mention_is_answered_and_a_follow_up_in_its_thread_needs
     bot.slack.send(envelope(plain))
     fake.wait_quiet(0.3)
     assert fake.thread("G0MPIM01", plain["ts"]) == []
+
+
+# --- reliability: a /hypa command owed after a crash ---------------------------------------------------
+
+
+def test_a_command_whose_worker_died_is_answered_privately_by_the_recovery_sweep(tmp_path):
+    """The response URL lived in the dead process only: the sweep answers with chat.postEphemeral, to the
+    asker in the command's channel, and never in public."""
+    from core.conversation import IncomingMessage
+
+    with FakeSlack() as fake, running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:
+        command = IncomingMessage("slack", "T0TEAM01", "C0CRASH1", "cmd:9.9.dead", "UALICE01", QUESTION, "cmd:9.9.dead")
+        running.store.claim_message(command, holder="a-process-that-died")
+        sent = fake.wait_for(lambda: fake.ephemerals, 10, "the private answer")[0]
+        assert (sent["channel"], sent["user"]) == ("C0CRASH1", "UALICE01") and "$500" in text_of(sent["blocks"])
+        assert ACTION_SHARE in buttons(sent["blocks"])
+        fake.wait_quiet(0.5)
+        assert fake.calls_to("chat.postMessage") == [] and len(fake.ephemerals) == 1
+        assert running.store.owed_messages() == []
