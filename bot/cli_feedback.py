@@ -106,12 +106,23 @@ def export(
     out_path: Path = typer.Option(..., "--out", "-o", help="JSONL file to write (one rated exchange a line)."),
     rating: RatingFilter = typer.Option(RatingFilter.all, "--rating", help="up, down or all."),
     days: int = typer.Option(0, "--days", min=0, help="Only ratings from the last N days (0 = all)."),
+    reviewed: bool = typer.Option(
+        False, "--reviewed",
+        help="Write reviewed exchanges instead (corrected or marked fine in the review channel), with the "
+        "reviewer's reference answer: regression cases for `hypa eval run` / `report` as they are.",
+    ),
 ) -> None:
-    """Rated exchanges in the eval dataset's format: fill in reference_answer to make a test case."""
+    """Rated exchanges in the eval dataset's format: fill in reference_answer to make a test case.
+    With --reviewed: the exchanges reviewers settled, references filled in."""
     from core.feedback_review import export_row
 
     settings = load_settings()
     store = _open_store(settings.sql_url)
+    if reviewed:
+        if rating is not RatingFilter.all:
+            fail("--rating does not apply to --reviewed (a review is of an exchange, not of one rating)")
+        _export_reviewed(store, settings, out_path, days)
+        return
     sign = {RatingFilter.up: 1, RatingFilter.down: -1, RatingFilter.all: None}[rating]
     with _reading(settings.sql_url):
         rated = [] if store is None else store.rated_answers(since=_since(days), rating=sign)
@@ -129,6 +140,30 @@ def export(
     if not rated:
         _no_feedback(settings.sql_url, days)
     out.print(f"{len(rated)} rated exchange(s) written to [bold]{out_path}[/]")
+
+
+def _export_reviewed(store: ConversationStore | None, settings, out_path: Path, days: int) -> None:
+    from core.feedback_review import reviewed_row
+
+    with _reading(settings.sql_url):
+        reviewed = [] if store is None else store.reviewed_answers(since=_since(days))
+        histories = [store.history_before_answer(r.answer, settings.thread_history_turns) for r in reviewed]  # type: ignore[union-attr]
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        with out_path.open("w", encoding="utf-8") as f:
+            for r, history in zip(reviewed, histories, strict=True):
+                f.write(json.dumps(reviewed_row(r, history), ensure_ascii=False) + "\n")
+    except OSError as exc:
+        fail(f"cannot write {out_path}: {exc}")
+    if not reviewed:
+        period = f" in the last {days} days" if days else ""
+        out.print(
+            f"No reviewed exchanges yet{period} in {shown_database_url(settings.sql_url)}. Reviews are settled in the "
+            "review channel (HYPA_REVIEW_CHANNEL / HYPA_TELEGRAM_REVIEW_CHAT; docs/FEEDBACK.md)."
+        )
+    corrected = sum(r.review.state == "corrected" for r in reviewed)
+    out.print(f"{len(reviewed)} reviewed exchange(s) ({corrected} corrected, {len(reviewed) - corrected} fine) "
+              f"written to [bold]{out_path}[/]")
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -165,6 +200,8 @@ def _print_report(result: FeedbackReview, days: int) -> None:
     out.print(_tally_table("Ratings per day (UTC)", "day", [t for _, t in result.by_day]))
     out.print(_tally_table("By complexity (retrieval config: label)", "complexity", result.by_complexity))
     out.print(_tally_table("By question type (core/question_type.py)", "type", result.by_question_type))
+    if result.by_reason:
+        out.print(_tally_table("👎 by reason given", "reason", result.by_reason))
     if not result.worst:
         out.print("No 👎 ratings in this period.")
         return
@@ -179,6 +216,8 @@ def _print_report(result: FeedbackReview, days: int) -> None:
         question = _excerpt(r.question, 120)
         if s.reasons:
             question += "\n[italic]reasons: " + "; ".join(_excerpt(x, 80) for x in s.reasons[:3]) + "[/]"
+        if s.review_state:
+            question += f"\n[bold]review: {s.review_state}[/]"
         table.add_row(
             f"{s.net:+d}", f"{s.up}/{s.down}", question, _excerpt(r.text, 200),
             _excerpt(", ".join(f"[{c.n}] {c.label}" for c in r.citations), 400) or "—", s.answer.id,

@@ -45,6 +45,15 @@ class Metrics:
             "hypa_feedback_total", "Feedback events by platform and rating (+1|-1|0 removed).",
             ["platform", "rating"], registry=self.registry,
         )
+        self.feedback_reasons = Counter(
+            "hypa_feedback_reasons_total", "Reasons given with a 👎, by platform and kind (core/review.py).",
+            ["platform", "kind"], registry=self.registry,
+        )
+        self.reviews = Counter(
+            "hypa_reviews_total",
+            "Review loop events by platform and event (requested_downvote|requested_ask_person|corrected|fine).",
+            ["platform", "event"], registry=self.registry,
+        )
 
     def observe_result(self, platform: str, result: PipelineResult) -> None:
         """One answered message (duplicates: count_duplicate; pipeline failures: the service counts "error")."""
@@ -80,6 +89,12 @@ class Metrics:
 
     def count_feedback(self, platform: str, rating: int) -> None:
         self.feedback.labels(platform, f"{rating:+d}" if rating else "0").inc()
+
+    def count_feedback_reason(self, platform: str, kind: str) -> None:
+        self.feedback_reasons.labels(platform, kind).inc()
+
+    def count_review(self, platform: str, event: str) -> None:
+        self.reviews.labels(platform, event).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -57,6 +57,8 @@ def slack_config(settings: Settings) -> SlackConfig:
         signing_secret=settings.slack_signing_secret,
         api_base_url=settings.slack_api_base_url,
         socket_mode=slack_mode(settings) == "socket",
+        command=settings.slack_command,
+        review_channel=settings.review_channel,
     )
 
 

@@ -62,6 +62,7 @@ def telegram_config(settings: Settings) -> TelegramConfig:
         base_url=settings.telegram_api_base_url,
         webhook_url=settings.telegram_webhook_url,
         webhook_secret=settings.telegram_webhook_secret.strip(),
+        review_chat=settings.telegram_review_chat.strip(),
     )
 
 
@@ -82,7 +83,7 @@ def build_telegram_server(
 ) -> TelegramServer:
     """The PTB application (handlers registered) inside the HTTP app that starts and stops it."""
     polling = PollingHealth()  # one log line per failed poll, not a traceback (adapters/telegram/polling.py)
-    handlers = TelegramHandlers(service, metrics)
+    handlers = TelegramHandlers(service, metrics, review_chat=config.review_chat)
     application = build_application(config, handlers, polling)
     routes = (
         [webhook_route(application, config.webhook_path, config.webhook_secret, handlers.recorder)]

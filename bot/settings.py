@@ -156,6 +156,13 @@ class Settings(BaseSettings):
     )
     telegram_webhook_url: str = Field(default="", validation_alias="TELEGRAM_WEBHOOK_URL")  # set = webhook mode
     telegram_webhook_secret: str = Field(default="", validation_alias="TELEGRAM_WEBHOOK_SECRET")
+    # The review loop (docs/FEEDBACK.md): the Slack channel id (C…/G…; invite the bot) where every 👎 with
+    # its reason and every "Ask a person" press is posted for reviewers; "" = off.
+    review_channel: str = ""
+    # The same for the Telegram bot: a chat id (a group of reviewers, e.g. -1001234567890; the bot a member).
+    telegram_review_chat: str = ""
+    # The Slack slash command that answers privately (must match the command in the app's manifest).
+    slack_command: str = Field(default="/hypa", pattern=r"^/[a-z0-9_\-]{1,31}$")
     http_host: str = "0.0.0.0"
     http_port: int = Field(default=3000, ge=1, le=65535)
     # Larger request bodies get 413 before any route reads them (Slack's and Telegram's are a few KB).

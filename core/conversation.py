@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 # The adapters and the store import these two from here, the conversation seam they belong to.
 from core.errors import AnswerNotShownHere as AnswerNotShownHere
 from core.errors import UnknownAnswer as UnknownAnswer
+from core.review import Exchange, ReplyPromptRecord, RequestKind, Review, Verdict
 from core.types import Citation
 
 Rating = Literal[-1, 0, 1]  # 0 = the rating was removed (reaction removed)
@@ -82,6 +83,7 @@ class FeedbackEvent:
     rating: Rating  # +1 / -1; 0 removes the rater's current rating
     source: Literal["button", "reaction", "command"] = "button"
     reason: str = ""
+    reason_kind: str = ""  # core/review.py REASON_KINDS ("" = none given)
     at: datetime = field(default_factory=utcnow)
     # For a removal (rating 0) by taking a reaction away: the rating that reaction gave. The rating is
     # removed only if it is still that one, so removing a 👍 reaction does not clear a later 👎 click.
@@ -161,6 +163,34 @@ class ConversationService(Protocol):
         once: for small replies that are better lost in a crash than sent twice (help texts);
         questions are claimed with `claim` instead.
         """
+
+    # --- the review loop (core/review.py) ----------------------------------------------------------
+
+    def record_reason(self, event: FeedbackEvent) -> FeedbackOutcome:
+        """Attach a reason (event.reason, event.reason_kind) to the rater's 👎 act at `event.order` (the
+        click it was asked for), recording that act first if it was not yet. Same errors as record_feedback."""
+
+    def exchange(self, answer_id: str) -> Exchange | None:
+        """The question, answer and where it was asked, with its review; None for an unknown id."""
+
+    def request_review(self, answer_id: str, requester: str, kind: RequestKind) -> Review:
+        """Ask for a person's review of an exchange (UnknownAnswer for an unknown id). The first request
+        opens a pending review; later ones are counted on it, whatever its state."""
+
+    def record_review(
+        self, answer_id: str, reviewer: str, verdict: Verdict, reference_answer: str = "", reference_provision: str = ""
+    ) -> Review:
+        """A reviewer's verdict: "fine", or "corrected" with the correct answer and its provision (the
+        exchange's reference answer). The latest verdict counts (UnknownAnswer for an unknown id)."""
+
+    def note_correction_posted(self, answer_id: str) -> None:
+        """The reviewer's correction was posted in the original thread."""
+
+    def note_reply_prompt(self, prompt: ReplyPromptRecord) -> None:
+        """Remember a prompt that waits for a written reply (Telegram ForceReply)."""
+
+    def reply_prompt(self, platform: str, channel: str, prompt_id: str) -> ReplyPromptRecord | None:
+        """The prompt a reply answers, or None when that message is no prompt of ours."""
 
     def thread_for_answer(self, answer_id: str) -> str | None:
         """The thread key an answer was given in, or None (Telegram: a reply to an answer continues

@@ -41,6 +41,7 @@ from core.conversation_store import (
 from core.llm.answer_window import answer_window
 from core.metrics import Metrics
 from core.pipeline import AnswerPipeline
+from core.review import Exchange, ReplyPromptRecord, RequestKind, Review, Verdict
 from core.types import PipelineResult
 
 log = logging.getLogger(__name__)
@@ -347,6 +348,35 @@ class StoredConversationService:
         if outcome.changed and self.metrics is not None:
             self.metrics.count_feedback(event.platform, event.rating)
         return outcome
+
+    def record_reason(self, event: FeedbackEvent) -> FeedbackOutcome:
+        event = replace(event, reason=clean_text(event.reason))
+        outcome = self.store.record_reason(event)
+        if outcome.changed and self.metrics is not None:
+            self.metrics.count_feedback_reason(event.platform, event.reason_kind or "other")
+        return outcome
+
+    def exchange(self, answer_id: str) -> Exchange | None:
+        return self.store.exchange(answer_id)
+
+    def request_review(self, answer_id: str, requester: str, kind: RequestKind) -> Review:
+        return self.store.request_review(answer_id, requester, kind)
+
+    def record_review(
+        self, answer_id: str, reviewer: str, verdict: Verdict, reference_answer: str = "", reference_provision: str = ""
+    ) -> Review:
+        return self.store.record_review(
+            answer_id, reviewer, verdict, clean_text(reference_answer), clean_text(reference_provision)
+        )
+
+    def note_correction_posted(self, answer_id: str) -> None:
+        self.store.note_correction_posted(answer_id)
+
+    def note_reply_prompt(self, prompt: ReplyPromptRecord) -> None:
+        self.store.note_reply_prompt(prompt)
+
+    def reply_prompt(self, platform: str, channel: str, prompt_id: str) -> ReplyPromptRecord | None:
+        return self.store.reply_prompt(platform, channel, prompt_id)
 
     def link_platform_message(self, answer_id: str, platform: str, channel: str, message_id: str) -> None:
         self.store.link_platform_message(answer_id, platform, channel, message_id)

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from core.conversation import FeedbackEvent, FeedbackOutcome, IncomingMessage
+from core.review import Exchange, ReplyPromptRecord, RequestKind, Review, Verdict
 from core.types import Citation, Turn
 
 Outcome = Literal["answered", "refused", "invalid", "error"]
@@ -94,6 +95,17 @@ class RatedAnswer:
     reason: str
     rated_at: datetime
     updated_at: datetime
+    reason_kind: str = ""  # core/review.py REASON_KINDS, "" when no reason was chosen
+    review_state: str = ""  # pending | corrected | fine, "" when nobody asked for a review
+
+
+@dataclass(frozen=True)
+class ReviewedAnswer:
+    """A settled review (corrected or fine) with the answer it reviews and the 👎 reasons given."""
+
+    answer: StoredAnswer
+    review: Review
+    reasons: tuple[tuple[str, str], ...] = ()  # (reason_kind, reason) of the current 👎s
 
 
 @dataclass(frozen=True)
@@ -109,6 +121,7 @@ class FeedbackChange:
     reason: str
     rated_at: datetime
     recorded_at: datetime
+    reason_kind: str = ""
 
 
 @runtime_checkable
@@ -164,3 +177,26 @@ class ConversationStore(Protocol):
 
     def record_feedback(self, event: FeedbackEvent) -> FeedbackOutcome:
         """Apply one rating act (core.conversation.UnknownAnswer / AnswerNotShownHere when refused)."""
+
+    # --- the review loop (core/review.py) ---
+
+    def record_reason(self, event: FeedbackEvent) -> FeedbackOutcome:
+        """Attach a reason (and its kind) to the rater's 👎 act at `event.order`, storing that act first
+        if it is not stored yet."""
+
+    def exchange(self, answer_id: str) -> Exchange | None:
+        """The question and answer with where it was asked and its review; None for an unknown id."""
+
+    def request_review(self, answer_id: str, requester: str, kind: RequestKind) -> Review:
+        """Open a pending review of the exchange (the first request) or count one more request on it."""
+
+    def record_review(
+        self, answer_id: str, reviewer: str, verdict: Verdict, reference_answer: str = "", reference_provision: str = ""
+    ) -> Review:
+        """Settle a review: "fine", or "corrected" with the reference answer and its provision."""
+
+    def note_correction_posted(self, answer_id: str) -> None: ...
+
+    def note_reply_prompt(self, prompt: ReplyPromptRecord) -> None: ...
+
+    def reply_prompt(self, platform: str, channel: str, prompt_id: str) -> ReplyPromptRecord | None: ...

@@ -10,8 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date
 
-from core.conversation_store import RatedAnswer, StoredAnswer
+from core.conversation_store import RatedAnswer, ReviewedAnswer, StoredAnswer
 from core.question_type import QUESTION_TYPES, classify_question
+from core.review import described_reason, reason_label
 from core.types import Turn
 
 # Our question types that match a type of the eval dev set (shared/README.md); the rest are left
@@ -51,7 +52,8 @@ class AnswerScore:
     answer: StoredAnswer
     up: int
     down: int
-    reasons: tuple[str, ...]
+    reasons: tuple[str, ...]  # "Incomplete: misses agencies" (the reason's kind and words)
+    review_state: str = ""  # pending | corrected | fine; "" when nobody asked for a review
 
     @property
     def net(self) -> int:
@@ -67,6 +69,9 @@ class FeedbackReview:
     by_complexity: list[Tally]
     by_question_type: list[Tally]
     worst: list[AnswerScore]  # answers with at least one 👎, lowest net score first
+    # 👎s by the kind of reason given (core/review.py labels; "(no reason)" for reactions and skipped
+    # modals), most frequent first.
+    by_reason: list[Tally] = field(default_factory=list)
 
 
 def complexity_label(answer: StoredAnswer) -> str:
@@ -85,7 +90,11 @@ def review(rated: Sequence[RatedAnswer], worst: int = 10) -> FeedbackReview:
     by_complexity: dict[str, Tally] = {}
     by_type: dict[str, Tally] = {}
     per_answer: dict[str, list[RatedAnswer]] = defaultdict(list)
+    by_reason: dict[str, Tally] = {}
     for r in rated:
+        if r.rating < 0:
+            kind = reason_label(r.reason_kind or "other") if (r.reason_kind or r.reason) else "(no reason)"
+            by_reason.setdefault(kind, Tally(kind)).add(r)
         day = r.rated_at.date()
         by_day.setdefault(day, Tally(day.isoformat())).add(r)
         label = complexity_label(r.answer)
@@ -98,7 +107,8 @@ def review(rated: Sequence[RatedAnswer], worst: int = 10) -> FeedbackReview:
             answer=rs[0].answer,
             up=sum(r.rating > 0 for r in rs),
             down=sum(r.rating < 0 for r in rs),
-            reasons=tuple(r.reason for r in rs if r.reason),
+            reasons=tuple(described_reason(r.reason_kind, r.reason) for r in rs if r.reason or r.reason_kind),
+            review_state=rs[0].review_state,
         )
         for rs in per_answer.values()
     ]
@@ -112,6 +122,7 @@ def review(rated: Sequence[RatedAnswer], worst: int = 10) -> FeedbackReview:
         by_complexity=sorted(by_complexity.values(), key=lambda t: t.key),
         by_question_type=sorted(by_type.values(), key=lambda t: QUESTION_TYPES.index(t.key)),
         worst=scores[:worst],
+        by_reason=sorted(by_reason.values(), key=lambda t: (-t.down, t.key)),
     )
 
 
@@ -142,6 +153,8 @@ def export_row(rated: RatedAnswer, history: Iterable[Turn]) -> dict:
         "rater": rated.rater,
         "rating": rated.rating,
         "reason": rated.reason,
+        "reason_kind": rated.reason_kind,
+        "review_state": rated.review_state,
         "feedback_source": rated.source,
         "rated_at": rated.rated_at.isoformat(),
         "answer": a.record.text,
@@ -156,5 +169,54 @@ def export_row(rated: RatedAnswer, history: Iterable[Turn]) -> dict:
         "chunk_ids": a.record.chunk_ids,
         "model": a.record.model,
         "collection": a.record.collection,
+        "answered_at": a.created_at.isoformat(),
+    }
+
+
+def reviewed_row(reviewed: ReviewedAnswer, history: Iterable[Turn]) -> dict:
+    """A reviewed exchange as an eval dataset row: a regression case for `hypa eval run` / `report`.
+
+    A correction's reference is the reviewer's answer, with the provision it rests on as
+    `gold_provisions`; an answer marked fine is its own reference (a reviewer confirmed it), with the
+    provisions it cited.
+    """
+    a, review = reviewed.answer, reviewed.review
+    corrected = review.state == "corrected"
+    ours = question_type(a)
+    provisions = [review.reference_provision] if corrected and review.reference_provision else (
+        [] if corrected else list(dict.fromkeys(c.label for c in a.record.citations))
+    )
+    return {
+        # Eval dataset fields (`hypa eval run` reads id, question, conversation_history; `report` the rest).
+        "id": f"rv-{a.id}",
+        "question": a.record.question,
+        "conversation_history": [{"role": t.role, "content": t.content} for t in history],
+        "reference_answer": review.reference_answer if corrected else a.record.text,
+        "reference_context": "",
+        "gold_provisions": provisions,
+        "collection": a.record.collection,
+        "metadata": {
+            "question_type": _EVAL_QUESTION_TYPE.get(ours, ""),
+            "source": "hypa feedback export --reviewed",
+            "needs_review": False,
+            "review": review.state,  # corrected | fine
+        },
+        # Review fields.
+        "answer_id": a.id,
+        "platform": a.platform,
+        "review_state": review.state,
+        "reviewer": review.reviewer,
+        "reviewed_at": review.reviewed_at.isoformat() if review.reviewed_at else None,
+        "reference_provision": review.reference_provision if corrected else "",
+        "requested_by": review.requested_by,
+        "request_kind": review.request_kind,
+        "requests": review.requests,
+        "correction_posted": review.correction_posted,
+        "reasons": [{"reason_kind": kind, "reason": text} for kind, text in reviewed.reasons],
+        "answer": a.record.text,
+        "citations": [asdict(c) for c in a.record.citations],
+        "refused": a.record.refused,
+        "standalone_question": a.record.standalone_question,
+        "question_kind": ours,
         "answered_at": a.created_at.isoformat(),
     }

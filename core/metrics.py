@@ -34,3 +34,9 @@ class Metrics(Protocol):
 
     def count_feedback(self, platform: str, rating: int) -> None:
         """A rating that changed an answer's feedback (+1, -1, 0 removed)."""
+
+    def count_feedback_reason(self, platform: str, kind: str) -> None:
+        """A reason given with a 👎, by its kind (core/review.py REASON_KINDS)."""
+
+    def count_review(self, platform: str, event: str) -> None:
+        """A step of the review loop: a review requested (by kind) or settled (by verdict)."""

@@ -24,6 +24,7 @@ class RatingAct:
     at: datetime  # when it happened (for reports)
     source: str = "button"
     reason: str = ""
+    reason_kind: str = ""  # the choice the reason was given with (core/review.py)
     # A reaction taken away withdraws the rating it gave: only if that rating is still the current one.
     withdraws: int | None = None
 
@@ -32,6 +33,7 @@ class RatingAct:
 class RatingState:
     rating: int = 0
     reason: str = ""
+    reason_kind: str = ""
     source: str = ""
     at: datetime | None = None  # the time of the latest act that set or repeated this state
 
@@ -42,11 +44,13 @@ def fold(acts: Iterable[RatingAct]) -> RatingState:
     for act in sorted(acts, key=lambda a: a.order):
         if act.rating != 0:
             if act.rating != state.rating:
-                state = RatingState(act.rating, act.reason, act.source, act.at)
-            else:  # the same rating again: the latest act; a new reason replaces the old one
-                state = replace(state, reason=act.reason or state.reason, source=act.source, at=act.at)
+                state = RatingState(act.rating, act.reason, act.reason_kind, act.source, act.at)
+            elif act.reason or act.reason_kind:  # the same rating again, with a new reason: it replaces the old one
+                state = replace(state, reason=act.reason, reason_kind=act.reason_kind, source=act.source, at=act.at)
+            else:  # the same rating again: the latest act, the reason stays
+                state = replace(state, source=act.source, at=act.at)
         elif act.withdraws is None or act.withdraws == state.rating:
-            state = RatingState(0, "", act.source, act.at)
+            state = RatingState(0, "", "", act.source, act.at)
         # else: a reaction removed after a newer act replaced its rating: nothing changes
     return state
 

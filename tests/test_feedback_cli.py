@@ -185,3 +185,57 @@ def test_report_shows_markup_like_user_text_literally(env):
     result = runner.invoke(app, ["feedback", "report", "--out", "r.png"])
     assert result.exit_code == 0, result.output
     assert "[/]" in result.output and "[bold]" in result.output and "[/red]" in result.output
+
+
+# --- issue 15: reasons, review state, reviewed exchanges --------------------------------------------
+
+
+def test_export_and_report_show_reasons_their_kinds_and_the_review_state(rated, env):
+    from storage.sql import ConversationStore
+
+    store = ConversationStore(f"sqlite:///{env / 'bot.sqlite3'}")
+    follow = rated["follow"].answer_id
+    store.record_reason(FeedbackEvent(follow, "slack", "A", -1, reason="wrong article", reason_kind="wrong_provision",
+                                      order=10**18))
+    store.request_review(follow, "A", "downvote")
+    store.close()
+    assert runner.invoke(app, ["feedback", "export", "--out", "all.jsonl"]).exit_code == 0
+    rows = [json.loads(x) for x in (env / "all.jsonl").read_text().splitlines()]
+    by_rater = {r["rater"]: r for r in rows if r["answer_id"] == follow}
+    assert (by_rater["A"]["reason_kind"], by_rater["A"]["reason"], by_rater["A"]["review_state"]) == (
+        "wrong_provision", "wrong article", "pending")
+    assert (by_rater["C"]["reason_kind"], by_rater["C"]["reason"]) == ("", "misses e-mail")
+    result = runner.invoke(app, ["feedback", "report", "--days", "0", "--out", "r.png"], terminal_width=250)
+    assert result.exit_code == 0, result.output
+    by_reason = result.output[result.output.index("👎 by reason given"):result.output.index("Worst-rated answers")]
+    assert "│ Wrong provision cited │" in by_reason and "│ Other " in by_reason and "│ (no reason) " in by_reason
+    worst = result.output[result.output.index("Worst-rated answers"):]  # a narrow terminal wraps the cells
+    for word in ("reasons:", "Wrong", "provision", "cited: wrong", "review:", "pending"):
+        assert word in worst, word
+
+
+def test_export_reviewed_writes_regression_cases_that_eval_reads(rated, env):
+    from core.eval.report import read_gold
+    from storage.sql import ConversationStore
+
+    assert "No reviewed exchanges yet" in runner.invoke(app, ["feedback", "export", "--reviewed", "-o", "r.jsonl"]).output
+    store = ConversationStore(f"sqlite:///{env / 'bot.sqlite3'}")
+    store.record_review(rated["follow"].answer_id, "LEAD", "corrected", "By mail or e-mail, 10 days ahead.", "§ 2(b)")
+    store.record_review(rated["penalty"].answer_id, "LEAD", "fine")
+    store.close()
+    result = runner.invoke(app, ["feedback", "export", "--reviewed", "--out", "reviewed.jsonl"])
+    assert result.exit_code == 0, result.output
+    assert "2 reviewed exchange(s) (1 corrected, 1 fine)" in result.output
+    path = env / "reviewed.jsonl"
+    rows = {r["answer_id"]: r for r in map(json.loads, path.read_text().splitlines())}
+    corrected, fine = rows[rated["follow"].answer_id], rows[rated["penalty"].answer_id]
+    assert (corrected["reference_answer"], corrected["gold_provisions"], corrected["metadata"]["review"]) == (
+        "By mail or e-mail, 10 days ahead.", ["§ 2(b)"], "corrected")
+    assert [t["role"] for t in corrected["conversation_history"]] == ["user", "assistant"]  # a follow-up
+    assert fine["reference_answer"] == fine["answer"] and fine["gold_provisions"]
+    items = read_items(path)  # `hypa eval run` takes the file as its dataset...
+    assert {i.id for i in items} == {f"rv-{a}" for a in rows}
+    gold = read_gold(path)  # ...and `hypa eval report --gold` as its gold
+    assert gold[f"rv-{rated['follow'].answer_id}"].reference_answer == "By mail or e-mail, 10 days ahead."
+    bad = runner.invoke(app, ["feedback", "export", "--reviewed", "--rating", "down", "-o", "x.jsonl"])
+    assert bad.exit_code != 0 and "--rating does not apply to --reviewed" in bad.output

@@ -127,7 +127,8 @@ def test_mention_is_acked_then_answered_in_its_thread_with_sources_and_buttons(b
     text = shown_text(message.blocks)
     assert "$500" in text and "*[1]* Toy Code § 1-103" in text  # cites the provision with its label
     answer_id = buttons(message.blocks)[ACTION_UPVOTE]
-    assert buttons(message.blocks) == {ACTION_UPVOTE: answer_id, ACTION_DOWNVOTE: answer_id}
+    # 👍 / 👎 / "Ask a person" (issue 15), all carrying the answer id
+    assert buttons(message.blocks) == {ACTION_UPVOTE: answer_id, ACTION_DOWNVOTE: answer_id, "ask_person": answer_id}
     assert "$500" in update.params["text"]  # notification fallback
 
     stored = bot.store.get_answer(answer_id)

@@ -156,7 +156,13 @@ def test_answer_has_escaped_text_numbered_sources_with_quotes_and_feedback_butto
     assert "_extractive fallback_" in texts
     actions = next(b for b in message.blocks if b["type"] == "actions")
     assert [(e["action_id"], e["value"]) for e in actions["elements"]] == [
-        (ACTION_UPVOTE, "ans123"), (ACTION_DOWNVOTE, "ans123")]
+        (ACTION_UPVOTE, "ans123"), (ACTION_DOWNVOTE, "ans123"), ("ask_person", "ans123")]
+    # A private (/hypa) answer also offers "Share in channel", first; a heading goes above the answer.
+    private = render_reply(_reply("Yes.", CITATIONS), shareable=True, heading="<@U1> asked: _x_")
+    private_actions = next(b for b in private.blocks if b["type"] == "actions")
+    assert [e["action_id"] for e in private_actions["elements"]] == [
+        "share_answer", ACTION_UPVOTE, ACTION_DOWNVOTE, "ask_person"]
+    assert private.blocks[0] == {"type": "context", "elements": [{"type": "mrkdwn", "text": "<@U1> asked: _x_"}]}
     # The fallback `text` is mrkdwn too (notifications; the message itself if Slack rejects the blocks):
     # an answer quoting "<!channel>" or "<https://x|y>" must not become a ping or a link.
     assert message.text.startswith("Yes &lt;@U1&gt; &amp; **notify**")

@@ -98,7 +98,10 @@ def test_socket_mode_is_chosen_by_the_app_token_and_runs_the_same_listeners(tmp_
         return [listener.ack_function.__name__ for listener in bot.app._async_listeners]
 
     assert listeners(socket.bot) == listeners(http.bot) == [
-        "_on_question", "_on_question", "_on_reaction_added", "_on_reaction_removed", "_on_feedback_button"]
+        "_on_question", "_on_question", "_on_reaction_added", "_on_reaction_removed", "_on_feedback_button",
+        "_on_command", "_on_share", "listener", "listener", "listener", "_on_reason_submitted",
+        "_on_correction_submitted"]
+
     def middleware(bot):
         return [type(m).__name__ for m in bot.app._async_middleware_list]
 
@@ -217,29 +220,57 @@ def test_socket_mode_end_to_end(tmp_path: Path, fake: FakeSlack):
 
 # --- the app manifest -----------------------------------------------------------------------------
 
-MANIFEST = Path(__file__).resolve().parent.parent / "adapters" / "slack" / "manifest.yml"
-# Every Web API method the bot calls, and the scope each needs (chat:write covers all four).
+MANIFESTS = {mode: Path(__file__).resolve().parent.parent / "adapters" / "slack" / name
+             for mode, name in (("socket", "manifest.yml"), ("http", "manifest.http.yml"))}
+# Every Web API method the bot calls, and the scope each needs (None: the method needs none). chat:write
+# covers the chat.* posts; conversations.history (the review channel's post) needs the history scope of
+# the channel's kind, which the message events need anyway.
 BOT_API_METHODS = {"chat.postMessage": "chat:write", "chat.update": "chat:write", "chat.delete": "chat:write",
-                   "chat.postEphemeral": "chat:write"}
+                   "chat.postEphemeral": "chat:write", "chat.getPermalink": None, "views.open": None,
+                   "conversations.history": "channels:history", "conversations.replies": "channels:history",
+                   "response_url": None}
 # Every event subscription, and the scope Slack requires for it.
 EVENT_SCOPES = {"app_mention": "app_mentions:read", "message.channels": "channels:history",
-                "message.groups": "groups:history", "message.im": "im:history",
+                "message.groups": "groups:history", "message.im": "im:history", "message.mpim": "mpim:history",
                 "reaction_added": "reactions:read", "reaction_removed": "reactions:read"}
+COMMAND_SCOPE = "commands"
 
 
-def test_manifest_asks_for_exactly_the_scopes_its_events_and_calls_need():
+@pytest.mark.parametrize("mode", ["socket", "http"])
+def test_manifest_asks_for_exactly_the_scopes_its_events_commands_and_calls_need(mode):
     import yaml
 
-    manifest = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    manifest = yaml.safe_load(MANIFESTS[mode].read_text(encoding="utf-8"))
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])
     events = manifest["settings"]["event_subscriptions"]["bot_events"]
     assert sorted(events) == sorted(EVENT_SCOPES)
-    assert scopes == set(EVENT_SCOPES.values()) | set(BOT_API_METHODS.values())
-    assert manifest["settings"]["event_subscriptions"]["request_url"].endswith("/slack/events")
-    assert manifest["settings"]["interactivity"]["is_enabled"] is True
-    assert manifest["settings"]["interactivity"]["request_url"].endswith("/slack/events")
+    assert scopes == set(EVENT_SCOPES.values()) | {s for s in BOT_API_METHODS.values() if s} | {COMMAND_SCOPE}
+    (command,) = manifest["features"]["slash_commands"]
+    assert command["command"] == "/hypa" and command["should_escape"] is False
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True  # buttons and modals
     assert manifest["features"]["app_home"]["messages_tab_enabled"] is True  # people can DM the bot
     assert manifest["features"]["app_home"]["messages_tab_read_only_enabled"] is False
+    urls = [manifest["settings"]["event_subscriptions"].get("request_url"),
+            manifest["settings"]["interactivity"].get("request_url"), command.get("url")]
+    if mode == "socket":  # the default: no public URL at all
+        assert manifest["settings"]["socket_mode_enabled"] is True and urls == [None, None, None]
+    else:
+        assert manifest["settings"]["socket_mode_enabled"] is False
+        assert all(url.endswith("/slack/events") for url in urls)
+
+
+def test_the_two_manifests_differ_only_in_how_slack_reaches_the_bot():
+    import yaml
+
+    def without_urls(path: Path) -> dict:
+        m = yaml.safe_load(path.read_text(encoding="utf-8"))
+        m["settings"]["event_subscriptions"].pop("request_url", None)
+        m["settings"]["interactivity"].pop("request_url", None)
+        m["features"]["slash_commands"][0].pop("url", None)
+        m["settings"].pop("socket_mode_enabled")
+        return m
+
+    assert without_urls(MANIFESTS["socket"]) == without_urls(MANIFESTS["http"])
 
 
 def test_the_bot_calls_only_the_web_api_methods_the_manifest_covers(tmp_path, fake):
@@ -258,8 +289,35 @@ def test_the_bot_calls_only_the_web_api_methods_the_manifest_covers(tmp_path, fa
                                                  message_ts=answer.ts))
         fake.wait_for(lambda: fake.calls_to("chat.postEphemeral"))
         fake.wait_quiet(0.3)
+        _drive_the_review_loop(bot, fake, event, answer, answer_id)
     used = {c.method for c in fake.calls} - {"auth.test"}  # auth.test needs no scope
     assert used <= set(BOT_API_METHODS), used
+    assert {"views.open", "chat.getPermalink", "conversations.history", "response_url"} <= used  # driven
+
+
+def _drive_the_review_loop(bot, fake, event, answer, answer_id) -> None:
+    """/hypa, Share, 👎 + reason, Ask a person, and a reviewer's correction, through the bot's review channel."""
+    from tests.fakes.slack_server import block_actions, slash_command, view_submission
+
+    bot.server.bot.review.review_channel = "C0REVIEW1"
+    bot.slack.send_command(slash_command("What is a widget audit?", response_url=fake.response_url("c1")))
+    private = fake.wait_for(lambda: fake.responses("c1"))[0]
+    share = next(e["value"] for b in private["blocks"] if b["type"] == "actions" for e in b["elements"])
+    bot.slack.send_interaction(block_actions("share_answer", share, channel="C0GENERAL", message_ts="1.1",
+                                             is_ephemeral=True, response_url=fake.response_url("s1")))
+    fake.wait_for(lambda: fake.responses("s1"))
+    bot.slack.send_interaction(block_actions("feedback_down", answer_id, channel=event["channel"], message_ts=answer.ts))
+    view = fake.wait_for(lambda: fake.views)[0]["view"]
+    bot.slack.send_interaction(view_submission(view, {"reason_kind": {"choice": {"selected_option": {"value": "other"}}}}))
+    post = fake.wait_for(lambda: [m for m in fake.messages.values() if m.channel == "C0REVIEW1"])[0]
+    bot.slack.send_interaction(block_actions("review_correct", answer_id, channel="C0REVIEW1", message_ts=post.ts,
+                                             user="ULEAD001"))
+    modal = fake.wait_for(lambda: fake.views[1:])[0]["view"]
+    bot.slack.send_interaction(view_submission(modal, {
+        "correct_answer": {"text": {"value": "Right."}}, "provision": {"text": {"value": "§ 1"}},
+        "post_in_thread": {"choice": {"selected_options": [{"value": "post"}]}}}, user="ULEAD001"))
+    fake.wait_for(lambda: [m for m in fake.messages.values() if m.channel == "C0REVIEW1" and m.edits])
+    fake.wait_quiet(0.3)
 
 
 def test_a_rejected_app_token_stops_socket_mode_with_a_clear_error(tmp_path: Path, fake: FakeSlack):
@@ -304,4 +362,38 @@ def test_shutdown_disconnects_socket_mode_before_draining_answers_in_flight(tmp_
 
     asyncio.run(scenario())
     assert seen == {"disconnected_while_draining": True}
+    server.components.store.close()
+
+
+def test_socket_mode_slash_command_is_acked_with_the_ephemeral_placeholder_and_answered_privately(tmp_path: Path,
+                                                                                                  fake: FakeSlack):
+    """The manifest's default: /hypa over Socket Mode, acknowledged on the socket, answered at the response_url."""
+    from adapters.slack.blocks import PLACEHOLDER_TEXT
+    from tests.fakes.slack_server import slash_command
+
+    fields = slash_command("What is the civil penalty for a first violation?", response_url=fake.response_url("sm"))
+    envelopes = [{"envelope_id": "env-cmd", "type": "slash_commands", "accepts_response_payload": True,
+                  "payload": fields}]
+    settings = toy_settings(tmp_path, fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
+    server = build_slack_server(settings, toy_components(settings), metrics=Metrics())
+
+    async def scenario() -> list[dict]:
+        socket_server = FakeSocketModeServer(envelopes)
+        await socket_server.start()
+        fake.socket_mode_url = socket_server.url
+        handler = await open_socket_mode(server.bot, APP_TOKEN)
+        try:
+            await asyncio.wait_for(socket_server.acked.wait(), 10)
+            await asyncio.to_thread(fake.wait_for, lambda: fake.responses("sm"), 10)
+            assert await server.bot.tasks.drain(10)
+        finally:
+            await handler.close_async()
+            await socket_server.stop()
+        return socket_server.acks
+
+    (ack,) = asyncio.run(scenario())
+    assert ack == {"envelope_id": "env-cmd", "payload": {"text": PLACEHOLDER_TEXT, "response_type": "ephemeral"}}
+    (answer,) = fake.responses("sm")
+    assert answer["response_type"] == "ephemeral" and "$500" in answer["text"]
+    assert fake.calls_to("chat.postMessage") == []
     server.components.store.close()

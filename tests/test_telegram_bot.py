@@ -52,7 +52,7 @@ class BotProcess:
     """One bot process: the stored service on a SQLite file and the Telegram server around it."""
 
     def __init__(self, tmp_path: Path, fake: FakeTelegram, *, webhook: bool = False, generator=None,
-                 service_wrapper: Callable | None = None) -> None:
+                 service_wrapper: Callable | None = None, review_chat: str = "") -> None:
         self.metrics = Metrics()
         stored = toy_service(tmp_path, generator, self.metrics)
         self.store = stored.store
@@ -62,6 +62,7 @@ class BotProcess:
         config = TelegramConfig(
             token=fake.token, base_url=fake.base_url, poll_timeout_s=1,
             webhook_url=WEBHOOK_URL if webhook else "", webhook_secret=SECRET if webhook else "",
+            review_chat=review_chat,
         )
         self.server: TelegramServer = build_telegram_server(
             config, self.service, metrics=self.metrics, readiness=lambda: {"database": stored.ready()}

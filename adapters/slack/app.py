@@ -36,17 +36,25 @@ from starlette.routing import Route
 
 from adapters.delivery import MAX_CONCURRENT_ANSWERS, LeaseKeeper, claim, finish_delivery
 from adapters.slack.blocks import (
+    ACTION_ASK_PERSON,
     ACTION_DOWNVOTE,
+    ACTION_SHARE,
     ACTION_UPVOTE,
+    FAILURE_TEXT,
     FEEDBACK_ACTIONS,
     NOT_SHOWN_HERE_TEXT,
+    PLACEHOLDER_TEXT,
     UNKNOWN_ANSWER_TEXT,
+    SlackMessage,
     feedback_acknowledgement,
     render_failure,
+    render_reply,
 )
+from adapters.slack.ephemeral import EphemeralReplies, command_message_id, is_command
 from adapters.slack.events import (
     PLATFORM,
     BotIdentity,
+    button_place,
     is_answerable_mention,
     route_message,
     slack_order,
@@ -55,14 +63,27 @@ from adapters.slack.events import (
 )
 from adapters.slack.replies import SlackReplies
 from adapters.slack.request_gate import Refusal, SlackRequestGate
+from adapters.slack.review import SlackReviewDesk
+from adapters.slack.review_blocks import (
+    ACTION_REVIEW_CORRECT,
+    ACTION_REVIEW_FINE,
+    CORRECT_ANSWER_INPUT,
+    REASON_KIND_INPUT,
+    VIEW_CORRECTION,
+    VIEW_REASON,
+    read_correction,
+    read_reason,
+)
 from adapters.slack.tasks import BackgroundTasks
-from adapters.slack.text import rating_for_reaction
+from adapters.slack.text import escape_mrkdwn, rating_for_reaction, to_question
 from core.conversation import (
     AnswerNotShownHere,
     ConversationService,
     Delivery,
     FeedbackEvent,
+    IncomingMessage,
     Rating,
+    Reply,
     UnknownAnswer,
 )
 from core.metrics import Metrics
@@ -75,6 +96,13 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 _FEEDBACK_ACTION_IDS = re.compile(f"^({ACTION_UPVOTE}|{ACTION_DOWNVOTE})$")
 _SAVE_FAILED_TEXT = "Sorry, your rating could not be saved just now; please try again in a minute."
+DEFAULT_COMMAND = "/hypa"
+COMMAND_HELP = (
+    "Ask me a regulatory question and only you will see the answer, with its sources, e.g. "
+    "`{command} Do I need a bias audit before using an AEDT?` Use *Share in channel* under the answer to post "
+    "it for everyone. To ask in a thread everyone sees, mention @hypa instead."
+)
+SHARE_REFUSED = "Only the person who asked can share this answer, in the channel where they asked."
 T = TypeVar("T")
 
 
@@ -87,6 +115,8 @@ class SlackConfig:
     rate_limit_retries: int = 3  # 429 + Retry-After, handled by slack_sdk
     drain_timeout_s: float = 30.0  # shutdown waits this long for answers in flight
     max_concurrent_answers: int = MAX_CONCURRENT_ANSWERS  # see adapters/delivery.py
+    command: str = DEFAULT_COMMAND  # the slash command answering privately (declared in manifest.yml)
+    review_channel: str = ""  # HYPA_REVIEW_CHANNEL: where 👎 reasons and "Ask a person" go; "" = off
 
 
 def configure_web_client(client: AsyncWebClient, config: SlackConfig) -> AsyncWebClient:
@@ -127,6 +157,8 @@ class SlackBot:
         )
         self.client = configure_web_client(self.app.client, config)
         self.replies = SlackReplies(self.client, service, metrics)
+        self.ephemeral = EphemeralReplies(self.client, self.replies)  # /hypa answers
+        self.review = SlackReviewDesk(self.client, service, self.replies, self.ephemeral, config.review_channel, metrics)
         self.leases = LeaseKeeper(service, PLATFORM, self._finish, metrics=metrics)
         self._register_listeners()
 
@@ -139,6 +171,21 @@ class SlackBot:
         self.app.event("reaction_added")(self._on_reaction_added)
         self.app.event("reaction_removed")(self._on_reaction_removed)
         self.app.action(_FEEDBACK_ACTION_IDS)(self._on_feedback_button)
+        self.app.command(self.config.command)(self._on_command)
+        self.app.action(ACTION_SHARE)(self._on_share)
+        # The review loop (adapters/slack/review.py): every listener acks first, the work runs after.
+        self._acked_action(ACTION_ASK_PERSON, self.review.ask_person)
+        self._acked_action(ACTION_REVIEW_FINE, self.review.mark_fine)
+        self._acked_action(ACTION_REVIEW_CORRECT, self.review.open_correction_modal)
+        self.app.view(VIEW_REASON)(self._on_reason_submitted)
+        self.app.view(VIEW_CORRECTION)(self._on_correction_submitted)
+
+    def _acked_action(self, action_id: str, work: Callable[[dict, dict], Any]) -> None:
+        async def listener(ack, body: dict, action: dict) -> None:
+            await ack()
+            self.tasks.spawn(work(body, action), name=f"slack-{action_id}")
+
+        self.app.action(action_id)(listener)
 
     def routes(self) -> list[Route]:
         """`POST /slack/events`: the Events API and interactivity (button clicks) request URL.
@@ -219,7 +266,91 @@ class SlackBot:
 
     async def _on_feedback_button(self, ack, body: dict, action: dict) -> None:
         await ack()
+        if action.get("action_id") == ACTION_DOWNVOTE:
+            # The reason modal first: its trigger_id is good for 3 seconds only.
+            channel, thread = button_place(body)
+            if channel:
+                self.tasks.spawn(self.review.open_reason_modal(body, action, channel, thread), name="slack-reason")
         self.tasks.spawn(self._record_button(body, action), name="slack-button")
+
+    async def _on_reason_submitted(self, ack, body: dict, view: dict) -> None:
+        kind, text = read_reason(view)
+        if not kind and not text:  # Slack shows this under the choice and keeps the modal open
+            await ack(response_action="errors", errors={REASON_KIND_INPUT[0]: "Choose what was wrong."})
+            return
+        await ack()
+        self.tasks.spawn(self.review.submit_reason(body, view), name="slack-reason-submit")
+
+    async def _on_correction_submitted(self, ack, body: dict, view: dict) -> None:
+        answer, _, _ = read_correction(view)
+        if not answer:
+            await ack(response_action="errors", errors={CORRECT_ANSWER_INPUT[0]: "Write the correct answer."})
+            return
+        await ack()
+        self.tasks.spawn(self.review.submit_correction(body, view), name="slack-correction-submit")
+
+    # -- /hypa: a private answer ------------------------------------------------------------------
+
+    async def _on_command(self, ack, body: dict, command: dict) -> None:
+        """`/hypa <question>`: recorded with its lease, then acknowledged (an ephemeral "Looking that
+        up…", within Slack's 3 s) and answered to the asker only through the command's response_url."""
+        question = to_question(command.get("text") if isinstance(command.get("text"), str) else "")
+        if not question:
+            await ack(text=COMMAND_HELP.format(command=self.config.command), response_type="ephemeral")
+            return
+        team = command.get("team_id") or body.get("team_id") or ""
+        incoming = IncomingMessage(
+            platform=PLATFORM, workspace=team, channel=command.get("channel_id", ""),
+            thread=command_message_id(command.get("trigger_id", "")), user=command.get("user_id", ""),
+            text=question, message_id=command_message_id(command.get("trigger_id", "")),
+        )
+        if not (incoming.channel and incoming.user and command.get("trigger_id")):
+            await ack(text=FAILURE_TEXT, response_type="ephemeral")
+            return
+        try:
+            delivery = await claim(self.service, incoming)
+        except Exception:
+            log.exception("recording slack command %s failed", incoming.message_id)
+            self._count_error("slack_claim")
+            await ack(text=FAILURE_TEXT, response_type="ephemeral")
+            return
+        if command.get("response_url"):
+            self.ephemeral.remember(incoming.message_id, command["response_url"])
+        await ack(text=PLACEHOLDER_TEXT, response_type="ephemeral")
+        if delivery is not None:
+            self.tasks.spawn(self._finish(delivery), name=f"slack-command-{incoming.message_id}")
+
+    async def _on_share(self, ack, body: dict, action: dict) -> None:
+        await ack()
+        self.tasks.spawn(self._share(body, action), name="slack-share")
+
+    async def _share(self, body: dict, action: dict) -> None:
+        """"Share in channel" on a private answer: the same answer posted for everyone in that channel
+        (linked to the answer, so its buttons and reactions rate it), and the private copy removed."""
+        user = (body.get("user") or {}).get("id", "")
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id", "")
+        exchange = await self.review.exchange(action.get("value", ""))
+        if exchange is None or exchange.platform != PLATFORM or exchange.channel != channel or exchange.asker != user:
+            log.info("slack share of answer %s by %s in %s refused", action.get("value"), user, channel)
+            if body.get("response_url"):
+                await self.ephemeral.respond(body["response_url"], render_failure() if exchange is None else
+                                             _note(SHARE_REFUSED))
+            return
+        reply = Reply(answer_id=exchange.answer_id, text=exchange.answer, citations=exchange.citations,
+                      refused=exchange.refused, note=exchange.note)
+        heading = f"<@{user}> asked: _{escape_mrkdwn(' '.join(exchange.question.split())[:300])}_"
+        message = render_reply(reply, heading=heading)
+        posted = await self.replies.api(
+            "chat.postMessage", self.client.chat_postMessage(channel=channel, text=message.text, blocks=message.blocks)
+        )
+        if posted is None:
+            if body.get("response_url"):
+                await self.ephemeral.respond(body["response_url"], _note(
+                    "I could not post in this channel (am I a member of it?); the answer stays private."))
+            return
+        await self.replies.link(exchange.answer_id, channel, posted.get("ts", ""))
+        if body.get("response_url"):
+            await self.ephemeral.respond(body["response_url"], None, delete=True)
 
     # -- answering -------------------------------------------------------------------------------
 
@@ -258,8 +389,9 @@ class SlackBot:
         """Reply to a claimed message (a new one, a retry's takeover, or one the recovery sweep took over)."""
         if self._answer_slots is None:
             self._answer_slots = asyncio.Semaphore(self.config.max_concurrent_answers)
+        surface = self.ephemeral if is_command(delivery.message) else self.replies
         await finish_delivery(
-            self.service, self.replies, delivery, self._answer_slots, platform=PLATFORM, metrics=self.metrics,
+            self.service, surface, delivery, self._answer_slots, platform=PLATFORM, metrics=self.metrics,
             # Claude's answer arriving after the quoted one: shown by chat.update in a tracked task of its
             # own (outside the answer slot; the lease is complete by then), which a shutdown drains.
             later=lambda followup: self.tasks.spawn(followup, name="slack-followup"),
@@ -310,10 +442,7 @@ class SlackBot:
 
     async def _record_button(self, body: dict, action: dict) -> None:
         user = (body.get("user") or {}).get("id", "")
-        container = body.get("container") or {}
-        channel = (body.get("channel") or {}).get("id") or container.get("channel_id", "")
-        message = body.get("message") or {}
-        thread = message.get("thread_ts") or container.get("thread_ts") or message.get("ts")
+        channel, thread = button_place(body)
         if not channel:  # a button outside a channel's messages (App Home, a modal): no answer is shown there
             log.info("slack feedback button without a channel from %s ignored", user)
             return
@@ -335,7 +464,10 @@ class SlackBot:
             log.exception("recording a slack button click failed")
             self._count_error("slack_feedback")
             text = _SAVE_FAILED_TEXT
-        if channel and user:
+        if (body.get("container") or {}).get("is_ephemeral") and body.get("response_url"):
+            # A button on a private (/hypa) answer: the note goes where that answer is, to the clicker only.
+            await self.ephemeral.respond(body["response_url"], _note(text))
+        elif channel and user:
             kwargs: dict[str, Any] = {"channel": channel, "user": user, "text": text}
             if thread:
                 kwargs["thread_ts"] = thread
@@ -369,6 +501,11 @@ _CLAIMED = "hypa_claimed"  # bolt context key: what _record_before_ack decided
 class _Claimed:
     delivery: Delivery | None = None  # the lease on answering the message
     failed: bool = False  # the event could not be read or recorded: the thread gets an apology
+
+
+def _note(text: str) -> SlackMessage:
+    """A plain ephemeral note (no blocks)."""
+    return SlackMessage(text=text, blocks=[])
 
 
 def _identity(context) -> BotIdentity:

@@ -21,6 +21,8 @@ MAX_SOURCES = 10
 ACTION_UPVOTE = "feedback_up"
 ACTION_DOWNVOTE = "feedback_down"
 FEEDBACK_ACTIONS = {ACTION_UPVOTE: 1, ACTION_DOWNVOTE: -1}
+ACTION_ASK_PERSON = "ask_person"  # posts the exchange to the review channel
+ACTION_SHARE = "share_answer"  # on a private (/hypa) answer: post it in the channel
 
 PLACEHOLDER_TEXT = "Looking that up… :mag:"
 FAILURE_TEXT = (
@@ -29,8 +31,8 @@ FAILURE_TEXT = (
 )
 REFUSAL_PREFIX = "*Not answered.*"
 
-# Blocks the answer may not use: a sources header + sources, divider, note, actions.
-_RESERVED_BLOCKS = 6
+# Blocks the answer may not use: a heading, a sources header + sources, divider, note, actions.
+_RESERVED_BLOCKS = 7
 
 
 @dataclass(frozen=True)
@@ -77,11 +79,21 @@ def source_lines(reply: Reply) -> list[str]:
     return lines
 
 
-def feedback_buttons(answer_id: str) -> dict:
+def _button(action_id: str, text: str, value: str, *, style: str = "") -> dict:
+    button = {"type": "button", "action_id": action_id, "text": {"type": "plain_text", "text": text, "emoji": True},
+              "value": value}
+    if style:
+        button["style"] = style
+    return button
+
+
+def feedback_buttons(answer_id: str, *, shareable: bool = False) -> dict:
+    """👍 / 👎 / "Ask a person" under an answer; "Share in channel" first on a private (/hypa) answer."""
+    elements = [_button(ACTION_SHARE, "Share in channel", answer_id, style="primary")] if shareable else []
     return {
         "type": "actions",
         "block_id": "feedback",
-        "elements": [
+        "elements": elements + [
             {
                 "type": "button",
                 "action_id": ACTION_UPVOTE,
@@ -94,12 +106,15 @@ def feedback_buttons(answer_id: str) -> dict:
                 "text": {"type": "plain_text", "text": "👎 Not helpful", "emoji": True},
                 "value": answer_id,
             },
+            _button(ACTION_ASK_PERSON, "Ask a person", answer_id),
         ],
     }
 
 
-def render_reply(reply: Reply) -> SlackMessage:
-    """The answer (split across sections), its numbered sources, an optional note and 👍/👎 buttons."""
+def render_reply(reply: Reply, *, shareable: bool = False, heading: str = "") -> SlackMessage:
+    """The answer (split across sections), its numbered sources, an optional note and the buttons
+    (👍/👎/Ask a person; "Share in channel" too when `shareable`: a private answer). `heading` (mrkdwn,
+    escaped by the caller) goes first, e.g. who asked what, on an answer shared in a channel."""
     body = answer_mrkdwn(reply.text) or "_(empty answer)_"
     if reply.refused:
         body = f"{REFUSAL_PREFIX} {body}"
@@ -107,7 +122,7 @@ def render_reply(reply: Reply) -> SlackMessage:
     room = MAX_BLOCKS - _RESERVED_BLOCKS
     if len(pieces) > room:  # only a runaway answer gets here (~130,000 characters)
         pieces = pieces[: room - 1] + [_shorten(pieces[room - 1], SECTION_CHARS - 40) + " _(answer cut short)_"]
-    blocks = [_section(p) for p in pieces]
+    blocks = ([_context(heading)] if heading else []) + [_section(p) for p in pieces]
 
     lines = source_lines(reply)
     if lines:
@@ -116,7 +131,7 @@ def render_reply(reply: Reply) -> SlackMessage:
     if reply.note:
         blocks.append(_context(f"_{escape_mrkdwn(_shorten(reply.note, 300))}_"))
     blocks.append({"type": "divider"})
-    blocks.append(feedback_buttons(reply.answer_id))
+    blocks.append(feedback_buttons(reply.answer_id, shareable=shareable))
 
     fallback = ("Not answered: " if reply.refused else "") + reply.text
     return SlackMessage(text=_fallback(fallback) or "(empty answer)", blocks=blocks[:MAX_BLOCKS])

@@ -62,6 +62,17 @@ def thread_of(event: dict) -> str:
     return event.get("thread_ts") or event["ts"]
 
 
+def button_place(body: dict) -> tuple[str, str]:
+    """(channel, thread) of the message an interactive button is on (a block_actions payload). A private
+    (ephemeral) message has no thread; a button outside a channel's messages (App Home, a modal) no channel."""
+    container = body.get("container") or {}
+    channel = (body.get("channel") or {}).get("id") or container.get("channel_id", "")
+    if container.get("is_ephemeral"):
+        return channel, ""
+    message = body.get("message") or {}
+    return channel, message.get("thread_ts") or container.get("thread_ts") or message.get("ts") or ""
+
+
 def to_incoming(event: dict, team_id: str, bot: BotIdentity) -> IncomingMessage:
     return IncomingMessage(
         platform=PLATFORM,

@@ -32,6 +32,7 @@ class TelegramConfig:
     webhook_url: str = ""  # set = webhook mode
     webhook_secret: str = ""
     poll_timeout_s: float = 10.0  # getUpdates long-poll duration
+    review_chat: str = ""  # HYPA_TELEGRAM_REVIEW_CHAT: the reviewers' chat id ("" = no review chat)
 
     @property
     def webhook_mode(self) -> bool:

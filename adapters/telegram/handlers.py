@@ -47,6 +47,7 @@ from adapters.telegram.render import (
     render_plain,
 )
 from adapters.telegram.replies import FAILED, PLACEHOLDER, TelegramReplies
+from adapters.telegram.review import ASK_PERSON_PREFIX, REVIEW_PREFIX, TelegramReviewDesk
 from core.conversation import (
     AnswerNotShownHere,
     ConversationService,
@@ -70,7 +71,8 @@ HELP_TEXT = (
     "Ask me a question about the regulations (for example: “Do I need a bias audit before using an "
     "automated employment decision tool?”). I answer with numbered sources.\n\n"
     "Follow-up questions: reply to my answer, and I will read the conversation so far. "
-    "In groups, mention me or reply to one of my messages. Rate answers with 👍 / 👎."
+    "In groups, mention me or reply to one of my messages. Rate answers with 👍 / 👎 (after a 👎 I ask what "
+    "was wrong), or press “Ask a person” to have a reviewer look at an answer."
 )
 NOT_TEXT = "I can only read text. Please type your question (stickers, photos and files carry no question for me)."
 NOT_SHOWN_HERE = "This button does not belong to an answer in this chat, so the rating was not recorded."
@@ -85,10 +87,15 @@ class TelegramHandlers:
     service: ConversationService
     metrics: Metrics | None = None
     max_concurrent_answers: int = MAX_CONCURRENT_ANSWERS  # see adapters/delivery.py
+    review_chat: str = ""  # HYPA_TELEGRAM_REVIEW_CHAT: where 👎 reasons and "Ask a person" go; "" = off
     # Updates fetched or received and not yet recorded: Telegram is told about them only after (recording.py).
     recorder: UpdateRecorder = field(default_factory=UpdateRecorder)
     # Created on the serving event loop at the first question.
     _answer_slots: asyncio.Semaphore | None = field(default=None, init=False, repr=False)
+    review: TelegramReviewDesk = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.review = TelegramReviewDesk(self.service, self.review_chat, self.metrics)
 
     def register(self, application: Application) -> None:
         # Group 1 runs after the handlers of group 0 are done with an update: it is recorded then (a
@@ -130,6 +137,14 @@ class TelegramHandlers:
         if message is None or chat is None or message.from_user is None or message.from_user.is_bot:
             return
         bot_id, bot_username = context.bot.id, context.bot.username
+        if replies_to_bot(message, bot_id):
+            # A reply to one of our prompts (a 👎's reason, a reviewer's correction) is that, never a question;
+            # from anyone but the person asked it is left alone.
+            prompt = await self.review.prompt_for(message)
+            if prompt is not None:
+                if str(message.from_user.id) == prompt.user and await self._first_delivery(update):
+                    await self.review.take_reply(context.bot, message, prompt)
+                return
         private = chat.type == Chat.PRIVATE
         if not (private or mentions_bot(message, bot_id, bot_username) or replies_to_bot(message, bot_id)):
             return
@@ -203,6 +218,14 @@ class TelegramHandlers:
         query = update.callback_query
         if query is None:
             return
+        data = query.data or ""
+        if data.startswith(f"{ASK_PERSON_PREFIX}:"):
+            await self.review.ask_person(context.bot, query, data.split(":", 1)[1])
+            return
+        if data.startswith(f"{REVIEW_PREFIX}:") and data.count(":") == 2:
+            _, action, answer_id = data.split(":", 2)
+            await self.review.on_review_button(context.bot, query, action, answer_id)
+            return
         parsed = parse_feedback_callback(query.data)
         if parsed is None:
             await query.answer("This button is no longer supported.")
@@ -233,6 +256,8 @@ class TelegramHandlers:
             raise
         emoji = THUMBS_UP if rating > 0 else THUMBS_DOWN
         await query.answer(f"Thanks, rated {emoji}." if outcome.changed else f"You already rated this {emoji}.")
+        if rating < 0 and outcome.changed:  # a new 👎: ask what was wrong (reactions stay one-tap ratings)
+            await self.review.ask_reason(context.bot, query, answer_id, update.update_id)
 
     async def on_reaction(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """👍/👎 reactions on the bot's answer are ratings; taking the reaction away removes the rating."""

@@ -22,6 +22,8 @@ CALLBACK_DATA_LIMIT = 64  # bytes (Bot API limit for InlineKeyboardButton.callba
 QUOTE_CHARS = 200
 LABEL_CHARS = 200
 FEEDBACK_PREFIX = "fb"
+ASK_PERSON_PREFIX = "ap"  # 'ap:<answer id>': adapters/telegram/review.py
+ASK_PERSON_TEXT = "🙋 Ask a person"
 THUMBS_UP, THUMBS_DOWN = "👍", "👎"
 
 # C0/C1 control characters other than tab and newline: Telegram rejects or mangles them.
@@ -62,12 +64,14 @@ def parse_feedback_callback(data: str | None) -> tuple[str, int] | None:
 
 
 def feedback_keyboard(answer_id: str) -> InlineKeyboardMarkup | None:
+    """👍 / 👎 on the first row, "Ask a person" (posts the exchange to the review chat) on the second."""
     up, down = feedback_callback_data(answer_id, 1), feedback_callback_data(answer_id, -1)
     if not answer_id or up is None or down is None:
         return None
-    return InlineKeyboardMarkup(
-        [[InlineKeyboardButton(THUMBS_UP, callback_data=up), InlineKeyboardButton(THUMBS_DOWN, callback_data=down)]]
-    )
+    return InlineKeyboardMarkup([
+        [InlineKeyboardButton(THUMBS_UP, callback_data=up), InlineKeyboardButton(THUMBS_DOWN, callback_data=down)],
+        [InlineKeyboardButton(ASK_PERSON_TEXT, callback_data=f"{ASK_PERSON_PREFIX}:{answer_id}")],
+    ])
 
 
 def render_reply(reply: Reply, limit: int = TELEGRAM_TEXT_LIMIT) -> RenderedReply:

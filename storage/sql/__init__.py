@@ -10,6 +10,7 @@ from core.conversation_store import (
     Outcome,
     OwedMessage,
     RatedAnswer,
+    ReviewedAnswer,
     StoredAnswer,
 )
 from storage.sql.store import ConversationStore, new_answer_id
@@ -22,6 +23,7 @@ __all__ = [
     "Outcome",
     "OwedMessage",
     "RatedAnswer",
+    "ReviewedAnswer",
     "StoredAnswer",
     "new_answer_id",
 ]

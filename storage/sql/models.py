@@ -24,6 +24,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.expression import false
 from sqlalchemy.types import TypeDecorator
 
 # Deterministic constraint names: migrations and models agree on them on every database.
@@ -184,6 +185,9 @@ class FeedbackRow(Base):
     rating: Mapped[int] = mapped_column(SmallInteger)
     source: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(Text)
+    # The choice a 👎's reason was given with (core/review.py REASON_KINDS: wrong_provision, incomplete,
+    # outdated, not_covered, other); "" when no reason was given (reactions, 👍).
+    reason_kind: Mapped[str] = mapped_column(String(32), server_default="")
     rated_at: Mapped[datetime]  # when the rater acted (the event's time)
     updated_at: Mapped[datetime] = mapped_column(index=True)  # when the store recorded it
 
@@ -205,6 +209,7 @@ class FeedbackAct(Base):
     withdraws: Mapped[int | None] = mapped_column(SmallInteger)
     source: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(Text)
+    reason_kind: Mapped[str] = mapped_column(String(32), server_default="")
     # Slack event_ts / action_ts in microseconds, Telegram update_id, or the local clock in microseconds.
     act_order: Mapped[int] = mapped_column(BigInteger)
     rated_at: Mapped[datetime]
@@ -224,5 +229,51 @@ class FeedbackLogRow(Base):
     previous_rating: Mapped[int] = mapped_column(SmallInteger)
     source: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(Text)
+    reason_kind: Mapped[str] = mapped_column(String(32), server_default="")
     rated_at: Mapped[datetime]
     recorded_at: Mapped[datetime]
+
+
+class ReviewRow(Base):
+    """A person's review of one exchange (an answer), asked for by a 👎 with a reason or an "Ask a
+    person" press, and settled by a reviewer in the review channel: the answer is fine, or here is the
+    correct answer and the provision it rests on (the exchange's reference for `hypa eval`)."""
+
+    __tablename__ = "reviews"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    answer_id: Mapped[str] = mapped_column(ForeignKey("answers.id"), unique=True)
+    state: Mapped[str] = mapped_column(String(16))  # pending | corrected | fine
+    # The first request: "downvote" (a 👎 with its reason) or "ask_person"; by whom and when.
+    requested_by: Mapped[str] = mapped_column(String(128))
+    request_kind: Mapped[str] = mapped_column(String(16))
+    requested_at: Mapped[datetime]
+    requests: Mapped[int] = mapped_column(Integer, server_default="1")  # every request counts
+    reviewer: Mapped[str | None] = mapped_column(String(128))
+    reviewed_at: Mapped[datetime | None] = mapped_column(index=True)
+    # The reviewer's correct answer and the provision it rests on ("corrected" only).
+    reference_answer: Mapped[str | None] = mapped_column(Text)
+    reference_provision: Mapped[str | None] = mapped_column(Text)
+    # The correction was posted in the original thread as the reviewer's.
+    correction_posted: Mapped[bool] = mapped_column(Boolean, server_default=false())
+
+
+class ReplyPrompt(Base):
+    """A bot message asking for a written reply (Telegram ForceReply): the reason for a 👎, or a
+    reviewer's correct answer. A reply to it is read as that, not as a question."""
+
+    __tablename__ = "reply_prompts"
+    __table_args__ = (UniqueConstraint("platform", "channel", "prompt_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    channel: Mapped[str] = mapped_column(String(128))
+    prompt_id: Mapped[str] = mapped_column(String(128))  # the prompt's platform message id
+    purpose: Mapped[str] = mapped_column(String(16))  # reason | correction
+    answer_id: Mapped[str] = mapped_column(ForeignKey("answers.id"))
+    user: Mapped[str] = mapped_column(String(128))  # whose reply counts (the rater, the reviewer)
+    # The rating act the reason belongs to (its position on the platform's clock); 0 for corrections.
+    act_order: Mapped[int] = mapped_column(BigInteger)
+    # For a correction: the review post it was asked from (updated once the correction is saved).
+    review_post_id: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime]

@@ -53,9 +53,11 @@ from core.conversation_store import (
     MessageClaim,
     OwedMessage,
     RatedAnswer,
+    ReviewedAnswer,
     StoredAnswer,
 )
 from core.ratings import RatingAct, fold, order_from_time
+from core.review import Exchange, ReplyPromptRecord, RequestKind, Review, Verdict
 from core.types import Citation, Turn
 from storage.sql.engine import make_engine, read_only
 from storage.sql.migrate import upgrade_to_head
@@ -67,6 +69,8 @@ from storage.sql.models import (
     FeedbackRow,
     Message,
     PlatformMessage,
+    ReplyPrompt,
+    ReviewRow,
     Thread,
 )
 
@@ -93,6 +97,9 @@ _DELIVERIES: Table = Delivery.__table__  # type: ignore[assignment]
 _FEEDBACK: Table = FeedbackRow.__table__  # type: ignore[assignment]
 _LOG: Table = FeedbackLogRow.__table__  # type: ignore[assignment]
 _ACTS: Table = FeedbackAct.__table__  # type: ignore[assignment]
+_REVIEWS: Table = ReviewRow.__table__  # type: ignore[assignment]
+_PROMPTS: Table = ReplyPrompt.__table__  # type: ignore[assignment]
+MAX_REFERENCE_CHARS = 20_000  # a reviewer's correct answer (Slack's modal allows 3,000 characters)
 
 
 def new_answer_id() -> str:
@@ -505,9 +512,22 @@ class ConversationStore:
         position) is stored once. The outcome is a change only when the rating or its reason changed
         (a double click, a second reaction of the same sign only move the rating's time).
         """
+        return self._apply_act(event, attach_reason=False)
+
+    def record_reason(self, event: FeedbackEvent) -> FeedbackOutcome:
+        """Attach a reason (and its kind) to the rater's act at `event.order`: the 👎 click the reason was
+        asked for. When that act is not stored yet (the click is still being processed), it is stored
+        now with the reason, and the click's own delivery then counts as the same act. The rater's
+        current rating is folded again, so the reason shows only while that 👎 is still their rating."""
+        if event.order is None:
+            raise ValueError("a reason belongs to one rating act: event.order is required")
+        return self._apply_act(event, attach_reason=True)
+
+    def _apply_act(self, event: FeedbackEvent, *, attach_reason: bool) -> FeedbackOutcome:
         if event.rating not in (-1, 0, 1):
             raise ValueError(f"rating must be -1, 0 or +1, got {event.rating!r}")
         reason = (event.reason or "")[:MAX_REASON_CHARS]
+        reason_kind = (event.reason_kind or "")[:32]
         order = event.order if event.order is not None else order_from_time(event.at)
         key = (_FEEDBACK.c.answer_id == event.answer_id, _FEEDBACK.c.rater == event.rater)
         with self._writing() as conn:
@@ -532,7 +552,8 @@ class ConversationStore:
                          "source": event.source, "reason": "", "rated_at": event.at, "updated_at": now},
                 )
             current = conn.execute(
-                select(_FEEDBACK.c.rating, _FEEDBACK.c.reason, _FEEDBACK.c.rated_at).where(*key).with_for_update()
+                select(_FEEDBACK.c.rating, _FEEDBACK.c.reason, _FEEDBACK.c.reason_kind, _FEEDBACK.c.rated_at)
+                .where(*key).with_for_update()
             ).first()
             if current is None:
                 return FeedbackOutcome(event.answer_id, 0, changed=False)
@@ -540,10 +561,17 @@ class ConversationStore:
                 conn,
                 _ACTS,
                 {"answer_id": event.answer_id, "rater": event.rater, "platform": event.platform, "rating": event.rating,
-                     "withdraws": event.withdraws, "source": event.source, "reason": reason, "act_order": order,
-                     "rated_at": event.at, "recorded_at": now},
+                     "withdraws": event.withdraws, "source": event.source, "reason": reason,
+                     "reason_kind": reason_kind, "act_order": order, "rated_at": event.at, "recorded_at": now},
             )
             previous = int(current.rating)
+            if not stored and attach_reason:  # the click is stored: the reason joins it
+                stored = conn.execute(
+                    update(_ACTS)
+                    .where(_ACTS.c.answer_id == event.answer_id, _ACTS.c.rater == event.rater,
+                           _ACTS.c.act_order == order, _ACTS.c.rating == event.rating)
+                    .values(reason=reason, reason_kind=reason_kind)
+                ).rowcount == 1
             if not stored:  # the same act delivered again
                 return FeedbackOutcome(event.answer_id, previous, changed=False)  # type: ignore[arg-type]
             acts = conn.execute(
@@ -551,16 +579,17 @@ class ConversationStore:
                 .order_by(_ACTS.c.act_order, _ACTS.c.id)
             ).all()
             state = fold(
-                RatingAct(a.rating, a.act_order, _as_utc(a.rated_at), a.source, a.reason, a.withdraws) for a in acts
+                RatingAct(a.rating, a.act_order, _as_utc(a.rated_at), a.source, a.reason, a.reason_kind, a.withdraws)
+                for a in acts
             )
-            changed = (state.rating, state.reason) != (previous, current.reason)
+            changed = (state.rating, state.reason, state.reason_kind) != (previous, current.reason, current.reason_kind)
             rated_at = state.at or current.rated_at
             if not changed and rated_at == current.rated_at:
                 return FeedbackOutcome(event.answer_id, previous, changed=False)  # type: ignore[arg-type]
             conn.execute(
                 update(_FEEDBACK).where(*key).values(
                     rating=state.rating, platform=event.platform, source=state.source or event.source,
-                    reason=state.reason, rated_at=rated_at, updated_at=now,
+                    reason=state.reason, reason_kind=state.reason_kind, rated_at=rated_at, updated_at=now,
                 )
             )
             if changed:
@@ -568,7 +597,7 @@ class ConversationStore:
                     insert(_LOG).values(
                         answer_id=event.answer_id, rater=event.rater, platform=event.platform, rating=state.rating,
                         previous_rating=previous, source=state.source or event.source, reason=state.reason,
-                        rated_at=rated_at, recorded_at=now,
+                        reason_kind=state.reason_kind, rated_at=rated_at, recorded_at=now,
                     )
                 )
         return FeedbackOutcome(event.answer_id, state.rating, changed=changed)  # type: ignore[arg-type]
@@ -585,11 +614,12 @@ class ConversationStore:
         f = _FEEDBACK
         query = (
             select(
-                f.c.rater, f.c.platform.label("rated_on"), f.c.rating, f.c.source, f.c.reason,
-                f.c.rated_at, f.c.updated_at, *_answer_query().selected_columns,
+                f.c.rater, f.c.platform.label("rated_on"), f.c.rating, f.c.source, f.c.reason, f.c.reason_kind,
+                f.c.rated_at, f.c.updated_at, _REVIEWS.c.state.label("review_state"), *_answer_query().selected_columns,
             )
             .join(_ANSWERS, _ANSWERS.c.id == f.c.answer_id)
             .join(_MESSAGES, _MESSAGES.c.id == _ANSWERS.c.message_id)
+            .outerjoin(_REVIEWS, _REVIEWS.c.answer_id == f.c.answer_id)
             .where(f.c.rating != 0)
             .order_by(f.c.rated_at, f.c.id)
         )
@@ -603,6 +633,7 @@ class ConversationStore:
             RatedAnswer(
                 answer=_stored_answer(r), rater=r.rater, platform=r.rated_on, rating=int(r.rating),
                 source=r.source, reason=r.reason, rated_at=r.rated_at, updated_at=r.updated_at,
+                reason_kind=r.reason_kind, review_state=r.review_state or "",
             )
             for r in rows
         ]
@@ -617,14 +648,149 @@ class ConversationStore:
             FeedbackChange(
                 answer_id=r.answer_id, rater=r.rater, platform=r.platform, rating=r.rating,
                 previous_rating=r.previous_rating, source=r.source, reason=r.reason, rated_at=r.rated_at,
-                recorded_at=r.recorded_at,
+                recorded_at=r.recorded_at, reason_kind=r.reason_kind,
             )
             for r in rows
         ]
 
+    # --- the review loop -----------------------------------------------------------------------
+
+    def exchange(self, answer_id: str) -> Exchange | None:
+        """The question and answer with where it was asked (platform, chat, thread, asker) and its review."""
+        m, t = _MESSAGES, _THREADS
+        query = (
+            _answer_query()
+            .add_columns(m.c.workspace, m.c.channel, m.c.message_id.label("question_id"), m.c.user, t.c.thread_key)
+            .join(t, t.c.id == _ANSWERS.c.thread_id)
+            .where(_ANSWERS.c.id == answer_id)
+        )
+        with self.engine.connect() as conn:
+            row = read_only(conn).execute(query).first()
+        if row is None:
+            return None
+        answer = _stored_answer(row)
+        r = answer.record
+        return Exchange(
+            answer_id=answer.id, platform=answer.platform, workspace=row.workspace, channel=row.channel,
+            thread=row.thread_key, message_id=row.question_id, asker=row.user, question=r.question,
+            standalone_question=r.standalone_question, answer=r.text, citations=list(r.citations),
+            refused=r.refused, note=r.note, review=self.review(answer_id),
+        )
+
+    def review(self, answer_id: str) -> Review | None:
+        with self.engine.connect() as conn:
+            row = read_only(conn).execute(select(_REVIEWS).where(_REVIEWS.c.answer_id == answer_id)).first()
+        return None if row is None else _review(row)
+
+    def request_review(self, answer_id: str, requester: str, kind: RequestKind) -> Review:
+        """Open a pending review of the exchange (the first request) or count one more request on it."""
+        now = _utcnow()
+        with self._writing() as conn:
+            if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == answer_id)).first() is None:
+                raise UnknownAnswer(answer_id)
+            opened = insert_if_absent(
+                conn, _REVIEWS,
+                {"answer_id": answer_id, "state": "pending", "requested_by": requester[:128], "request_kind": kind,
+                 "requested_at": now, "requests": 1, "correction_posted": False},
+            )
+            if not opened:
+                conn.execute(
+                    update(_REVIEWS).where(_REVIEWS.c.answer_id == answer_id).values(requests=_REVIEWS.c.requests + 1)
+                )
+            row = conn.execute(select(_REVIEWS).where(_REVIEWS.c.answer_id == answer_id)).one()
+        return _review(row)
+
+    def record_review(
+        self, answer_id: str, reviewer: str, verdict: Verdict, reference_answer: str = "", reference_provision: str = ""
+    ) -> Review:
+        """Settle a review: "fine", or "corrected" with the reference answer and its provision. A review
+        nobody asked for (a reviewer acting on an answer directly) is opened by the reviewer."""
+        if verdict not in ("fine", "corrected"):
+            raise ValueError(f"verdict must be 'fine' or 'corrected', got {verdict!r}")
+        if verdict == "corrected" and not reference_answer.strip():
+            raise ValueError("a correction needs the correct answer")
+        now = _utcnow()
+        values = {
+            "state": verdict, "reviewer": reviewer[:128], "reviewed_at": now,
+            "reference_answer": reference_answer.strip()[:MAX_REFERENCE_CHARS] if verdict == "corrected" else None,
+            "reference_provision": reference_provision.strip()[:MAX_REFERENCE_CHARS] if verdict == "corrected" else None,
+        }
+        with self._writing() as conn:
+            if conn.execute(select(_ANSWERS.c.id).where(_ANSWERS.c.id == answer_id)).first() is None:
+                raise UnknownAnswer(answer_id)
+            insert_if_absent(
+                conn, _REVIEWS,
+                {"answer_id": answer_id, "state": "pending", "requested_by": reviewer[:128],
+                 "request_kind": "reviewer", "requested_at": now, "requests": 0, "correction_posted": False},
+            )
+            conn.execute(update(_REVIEWS).where(_REVIEWS.c.answer_id == answer_id).values(**values))
+            row = conn.execute(select(_REVIEWS).where(_REVIEWS.c.answer_id == answer_id)).one()
+        return _review(row)
+
+    def note_correction_posted(self, answer_id: str) -> None:
+        with self._writing() as conn:
+            conn.execute(update(_REVIEWS).where(_REVIEWS.c.answer_id == answer_id).values(correction_posted=True))
+
+    def reviewed_answers(self, *, since: datetime | None = None) -> list[ReviewedAnswer]:
+        """Settled reviews (corrected or fine) with their answers, oldest verdict first."""
+        query = (
+            select(_REVIEWS).where(_REVIEWS.c.state.in_(("corrected", "fine")))
+            .order_by(_REVIEWS.c.reviewed_at, _REVIEWS.c.id)
+        )
+        if since is not None:
+            query = query.where(_REVIEWS.c.reviewed_at >= since)
+        with self.engine.connect() as conn:
+            conn = read_only(conn)
+            reviews = [_review(r) for r in conn.execute(query).all()]
+            ids = [r.answer_id for r in reviews]
+            answers = {a.id: a for a in map(_stored_answer, conn.execute(_answer_query().where(_ANSWERS.c.id.in_(ids))))}
+        reasons = self._down_reasons(ids)
+        return [ReviewedAnswer(answer=answers[r.answer_id], review=r, reasons=reasons.get(r.answer_id, ())) for r in reviews]
+
+    def _down_reasons(self, answer_ids: list[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+        """answer id -> the (reason_kind, reason) of its current 👎s that have one."""
+        if not answer_ids:
+            return {}
+        f = _FEEDBACK
+        query = (
+            select(f.c.answer_id, f.c.reason_kind, f.c.reason)
+            .where(f.c.answer_id.in_(answer_ids), f.c.rating == -1, or_(f.c.reason != "", f.c.reason_kind != ""))
+            .order_by(f.c.rated_at, f.c.id)
+        )
+        found: dict[str, list[tuple[str, str]]] = {}
+        with self.engine.connect() as conn:
+            for r in read_only(conn).execute(query):
+                found.setdefault(r.answer_id, []).append((r.reason_kind, r.reason))
+        return {k: tuple(v) for k, v in found.items()}
+
+    def note_reply_prompt(self, prompt: ReplyPromptRecord) -> None:
+        with self._writing() as conn:
+            insert_if_absent(
+                conn, _PROMPTS,
+                {"platform": prompt.platform, "channel": prompt.channel, "prompt_id": prompt.prompt_id,
+                 "purpose": prompt.purpose, "answer_id": prompt.answer_id, "user": prompt.user,
+                 "act_order": prompt.act_order, "review_post_id": prompt.review_post_id or None,
+                 "created_at": _utcnow()},
+            )
+
+    def reply_prompt(self, platform: str, channel: str, prompt_id: str) -> ReplyPromptRecord | None:
+        p = _PROMPTS
+        with self.engine.connect() as conn:
+            row = read_only(conn).execute(
+                select(p).where(p.c.platform == platform, p.c.channel == channel, p.c.prompt_id == prompt_id)
+            ).first()
+        if row is None:
+            return None
+        return ReplyPromptRecord(
+            platform=row.platform, channel=row.channel, prompt_id=row.prompt_id, purpose=row.purpose,
+            answer_id=row.answer_id, user=row.user, act_order=int(row.act_order),
+            review_post_id=row.review_post_id or "",
+        )
+
     def count_rows(self, table: str) -> int:
         """Row count of one of the store's tables (diagnostics, tests)."""
-        tables = {t.name: t for t in (_THREADS, _MESSAGES, _ANSWERS, _LINKS, _DELIVERIES, _FEEDBACK, _LOG, _ACTS)}
+        tables = {t.name: t for t in (_THREADS, _MESSAGES, _ANSWERS, _LINKS, _DELIVERIES, _FEEDBACK, _LOG, _ACTS,
+                                      _REVIEWS, _PROMPTS)}
         with self.engine.connect() as conn:
             return int(read_only(conn).execute(select(func.count()).select_from(tables[table])).scalar_one())
 
@@ -697,6 +863,15 @@ def _stored_answer(row: Any) -> StoredAnswer:
     return StoredAnswer(
         id=row.id, record=record, created_at=row.created_at, message_pk=row.message_id,
         thread_pk=row.thread_id, platform=row.platform,
+    )
+
+
+def _review(row: Any) -> Review:
+    return Review(
+        answer_id=row.answer_id, state=row.state, requested_by=row.requested_by, request_kind=row.request_kind,
+        requested_at=row.requested_at, requests=int(row.requests), reviewer=row.reviewer, reviewed_at=row.reviewed_at,
+        reference_answer=row.reference_answer or "", reference_provision=row.reference_provision or "",
+        correction_posted=bool(row.correction_posted),
     )
 
 

@@ -9,9 +9,14 @@ Two halves, like the real thing:
   records every call.
   Script failures with `fake.fail_next("chat.postMessage", status=429, retry_after=0)` or
   `fake.fail_next("chat.update", error="msg_too_long")`.
-* `SlackEvents` — Slack's side of the Events API: builds event envelopes and interactivity payloads
-  and POSTs them to the app signed with the v0 scheme (the algorithm of
-  `slack_sdk.signature.SignatureVerifier`), optionally forged, stale or as a retry.
+  Also: `views.open` (the views are kept in `fake.views`), `chat.postEphemeral` (kept in
+  `fake.ephemerals`), `chat.getPermalink`, `conversations.history`, and interaction `response_url`s:
+  `fake.response_url("cmd-1")` is a URL on the fake; what the app POSTs there is recorded as calls of
+  the pseudo-method "response_url" (the JSON body, plus `_path`), answered "ok" like Slack.
+* `SlackEvents` — Slack's side of the Events API: builds event envelopes, slash commands and
+  interactivity payloads (`block_actions`, `view_submission`) and POSTs them to the app signed with
+  the v0 scheme (the algorithm of `slack_sdk.signature.SignatureVerifier`), optionally forged, stale
+  or as a retry.
 
 `serve_in_thread(asgi_app)` runs an ASGI app under uvicorn on a free 127.0.0.1 port (lifespan on),
 so requests go through a real HTTP server, exactly as Slack's would.
@@ -84,6 +89,8 @@ class FakeSlack(LocalHTTPFake):
         self.calls: list[SlackCall] = []
         self.messages: dict[tuple[str, str], StoredMessage] = {}
         self.socket_mode_url = ""  # what apps.connections.open returns (Socket Mode tests)
+        self.views: list[dict] = []  # views.open: {"trigger_id", "view"}
+        self.ephemerals: list[dict] = []  # chat.postEphemeral: {"channel", "user", "text", "blocks", "thread_ts"}
         self._failures: dict[str, deque[ScriptedFailure]] = defaultdict(deque)
         self._ts = itertools.count(1)
         self._changed = threading.Condition()
@@ -106,6 +113,8 @@ class FakeSlack(LocalHTTPFake):
         with self._changed:
             self.calls.clear()
             self.messages.clear()
+            self.views.clear()
+            self.ephemerals.clear()
             self._failures.clear()
 
     def calls_to(self, method: str) -> list[SlackCall]:
@@ -143,6 +152,14 @@ class FakeSlack(LocalHTTPFake):
             time.sleep(0.02)
         raise AssertionError("the fake Slack API never went quiet")
 
+    def response_url(self, name: str) -> str:
+        """An interaction's response_url that lands on this fake (recorded as "response_url" calls)."""
+        return f"{self.origin}/hooks/{name}"
+
+    def responses(self, name: str | None = None) -> list[dict]:
+        """What the app POSTed to response URLs (to the one named `name`, or all), oldest first."""
+        return [c.params for c in self.calls_to("response_url") if name is None or c.params.get("_path") == f"/hooks/{name}"]
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     @property
@@ -171,6 +188,11 @@ class FakeSlack(LocalHTTPFake):
                 return 200, self._dispatch(call.method, call.params), {"X-OAuth-Scopes": "chat:write"}
             finally:
                 self._changed.notify_all()
+
+    def _hook(self, call: SlackCall) -> None:
+        with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
 
     def _dispatch(self, method: str, p: dict[str, Any]) -> dict:
         if method == "auth.test":
@@ -206,7 +228,28 @@ class FakeSlack(LocalHTTPFake):
         if method == "chat.postEphemeral":
             if not (p.get("channel") and p.get("user")):
                 return {"ok": False, "error": "channel_not_found" if not p.get("channel") else "user_not_in_channel"}
+            self.ephemerals.append({k: p.get(k) for k in ("channel", "user", "text", "blocks", "thread_ts")})
             return {"ok": True, "message_ts": self._next_ts()}
+        if method == "views.open":
+            view = p.get("view")
+            if isinstance(view, str):
+                view = json.loads(view)
+            if not p.get("trigger_id"):
+                return {"ok": False, "error": "invalid_trigger_id"}
+            if not isinstance(view, dict) or view.get("type") != "modal" or not view.get("blocks"):
+                return {"ok": False, "error": "invalid_arguments"}
+            self.views.append({"trigger_id": p["trigger_id"], "view": view})
+            return {"ok": True, "view": {"id": f"V{len(self.views):08d}", **view}}
+        if method == "chat.getPermalink":
+            if not (p.get("channel") and p.get("message_ts")):
+                return {"ok": False, "error": "message_not_found"}
+            ts = str(p["message_ts"]).replace(".", "")
+            return {"ok": True, "channel": p["channel"], "permalink": f"https://fake.slack.test/archives/{p['channel']}/p{ts}"}
+        if method == "conversations.history":
+            latest = float(p.get("latest") or "inf")
+            found = sorted((m for m in self.messages.values() if m.channel == p.get("channel") and float(m.ts) <= latest),
+                           key=lambda m: float(m.ts), reverse=True)
+            return {"ok": True, "messages": [_wire(m) for m in found[: int(p.get("limit") or 100)]], "has_more": False}
         if method in ("reactions.add", "reactions.remove"):
             return {"ok": True}
         if method == "conversations.replies":
@@ -245,7 +288,7 @@ def _parse_params(content_type: str, raw: bytes, query: str) -> dict[str, Any]:
             params.update(json.loads(raw))
         else:
             params.update(parse_qsl(raw.decode("utf-8"), keep_blank_values=True))
-    for key in ("blocks", "attachments"):
+    for key in ("blocks", "attachments", "view"):
         if isinstance(params.get(key), str):  # form-encoded requests send them as JSON strings
             with contextlib.suppress(ValueError):
                 params[key] = json.loads(params[key])
@@ -262,6 +305,10 @@ def _make_handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 params = _parse_params(headers.get("content-type", ""), raw, url.query)
             except ValueError:
                 params = {}
+            if url.path.startswith("/hooks/"):  # an interaction's response_url: Slack answers "ok"
+                fake._hook(SlackCall("response_url", {**params, "_path": url.path}, headers, time.monotonic()))
+                self.send_payload(200, b"ok", "text/plain; charset=utf-8")
+                return
             method = url.path.rsplit("/", 1)[-1]
             status, body, extra = fake._respond(SlackCall(method, params, headers, time.monotonic()))
             self.send_payload(status, json.dumps(body).encode("utf-8"), "application/json; charset=utf-8", extra)
@@ -332,12 +379,16 @@ def reaction_event(kind: str, reaction: str, *, channel: str, ts: str, user: str
 
 
 def block_actions(action_id: str, value: str, *, channel: str, message_ts: str, thread_ts: str | None = None,
-                  user: str = "UALICE01", team_id: str = TEAM_ID, action_ts: str | None = None) -> dict:
-    """An interactivity `block_actions` payload (a button click on a bot message)."""
-    message = {"type": "message", "user": BOT_USER_ID, "ts": message_ts, "text": "answer"}
+                  user: str = "UALICE01", team_id: str = TEAM_ID, action_ts: str | None = None,
+                  blocks: list[dict] | None = None, is_ephemeral: bool = False, response_url: str | None = None,
+                  trigger_id: str | None = None) -> dict:
+    """An interactivity `block_actions` payload (a button click on a bot message; `is_ephemeral` for a
+    message only the clicker sees, which Slack sends without `message`). `blocks`: the message's blocks,
+    as Slack includes them."""
+    message = {"type": "message", "user": BOT_USER_ID, "ts": message_ts, "text": "answer", "blocks": blocks or []}
     if thread_ts:
         message["thread_ts"] = thread_ts
-    return {
+    payload = {
         "type": "block_actions",
         "team": {"id": team_id, "domain": "fake"},
         "user": {"id": user, "username": "alice", "team_id": team_id},
@@ -345,12 +396,50 @@ def block_actions(action_id: str, value: str, *, channel: str, message_ts: str, 
         "token": "legacy-verification-token",
         "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False,
                       **({"thread_ts": thread_ts} if thread_ts else {})},
-        "trigger_id": "1.2.3",
+        "trigger_id": trigger_id or new_trigger_id(),
         "channel": {"id": channel, "name": "general"},
         "message": message,
-        "response_url": "https://hooks.slack.test/actions/1",
+        "response_url": response_url or "https://hooks.slack.test/actions/1",
         "actions": [{"action_id": action_id, "block_id": "feedback", "value": value, "type": "button",
                      "action_ts": action_ts or slack_now()}],
+    }
+    if is_ephemeral:
+        payload["container"]["is_ephemeral"] = True
+        del payload["message"]
+    return payload
+
+
+_triggers = itertools.count(1)
+
+
+def new_trigger_id() -> str:
+    return f"{next(_triggers)}.{int(time.time())}.abcdef0123"
+
+
+def slash_command(text: str, *, response_url: str, command: str = "/hypa", user: str = "UALICE01",
+                  channel: str = "C0GENERAL", team_id: str = TEAM_ID, trigger_id: str | None = None) -> dict[str, str]:
+    """The form fields Slack POSTs for a slash command."""
+    return {
+        "token": "legacy-verification-token", "team_id": team_id, "team_domain": "fake", "channel_id": channel,
+        "channel_name": "general", "user_id": user, "user_name": "alice", "command": command, "text": text,
+        "api_app_id": "A0APP0001", "is_enterprise_install": "false", "response_url": response_url,
+        "trigger_id": trigger_id or new_trigger_id(),
+    }
+
+
+def view_submission(view: dict, values: dict, *, user: str = "UALICE01", team_id: str = TEAM_ID) -> dict:
+    """A `view_submission` payload for a modal the app opened (`view` as passed to views.open), with the
+    inputs' `values` ({block_id: {action_id: {...}}}, Slack's `view.state.values`)."""
+    return {
+        "type": "view_submission",
+        "team": {"id": team_id, "domain": "fake"},
+        "user": {"id": user, "username": "alice", "team_id": team_id},
+        "api_app_id": "A0APP0001",
+        "token": "legacy-verification-token",
+        "trigger_id": new_trigger_id(),
+        "view": {**view, "id": "V0MODAL01", "team_id": team_id, "state": {"values": values}, "hash": "1.abc",
+                 "app_id": "A0APP0001", "bot_id": BOT_ID},
+        "response_urls": [],
     }
 
 
@@ -379,6 +468,12 @@ class SlackEvents:
     def send(self, body: dict, **signing: Any) -> httpx.Response:
         raw = json.dumps(body)
         return self.client.post(self.url, content=raw, headers=self.headers(raw, **signing))
+
+    def send_command(self, fields: dict[str, str], **signing: Any) -> httpx.Response:
+        """A slash command, form-encoded and signed like Slack's."""
+        raw = urlencode(fields)
+        headers = self.headers(raw, content_type="application/x-www-form-urlencoded", **signing)
+        return self.client.post(self.url, content=raw, headers=headers)
 
     def send_interaction(self, payload: dict, **signing: Any) -> httpx.Response:
         raw = urlencode({"payload": json.dumps(payload)})

@@ -12,8 +12,9 @@ non-string values), answered with `{"ok": true, "result": ...}` or
         fake.bot_messages(chat_id)                               # what the chat shows now (after edits)
 
 Methods: getMe, getUpdates (queued updates; otherwise an empty result after a short wait; honours
-`offset` like Telegram: updates below it are confirmed and dropped), sendMessage, editMessageText
-(an edit that changes nothing is Telegram's 400 "message is not modified"),
+`offset` like Telegram: updates below it are confirmed and dropped), sendMessage (an inline keyboard kept
+as the message's `reply_markup`; a ForceReply, which Telegram never echoes, as `sent_reply_markup`),
+editMessageText, editMessageReplyMarkup (an edit that changes nothing is Telegram's 400 "message is not modified"),
 deleteMessage, answerCallbackQuery, sendChatAction, setWebhook, deleteWebhook, getWebhookInfo,
 setMessageReaction. Every call is recorded; an unknown method is a 404 (an unscripted call is a test bug).
 """
@@ -197,6 +198,7 @@ class FakeTelegram(LocalHTTPFake):
             "getMe": lambda p: ok(self.bot_user),
             "sendMessage": lambda p: ok(self._send(p)),
             "editMessageText": self._edit,
+            "editMessageReplyMarkup": self._edit_markup,
             "deleteMessage": self._delete,
             "answerCallbackQuery": lambda p: ok(True),
             "sendChatAction": lambda p: ok(True),
@@ -233,8 +235,13 @@ class FakeTelegram(LocalHTTPFake):
             "from": self.bot_user,
             "text": p.get("text", ""),
         }
-        if p.get("reply_markup"):
-            message["reply_markup"] = p["reply_markup"]
+        markup = p.get("reply_markup")
+        if isinstance(markup, dict) and "inline_keyboard" in markup:
+            message["reply_markup"] = markup
+        elif markup:
+            # ForceReply (and reply keyboards) act on the user's client; Telegram never returns them as the
+            # message's reply_markup (an inline keyboard only). Kept for tests, not a Bot API field.
+            message["sent_reply_markup"] = markup
         reply_to = (p.get("reply_parameters") or {}).get("message_id") or p.get("reply_to_message_id")
         if reply_to:
             message["reply_to_message_id"] = reply_to  # recorded for tests (not a Bot API field)
@@ -252,6 +259,17 @@ class FakeTelegram(LocalHTTPFake):
                 "exactly the same as a current content and reply markup of the message")}
         message = {**message, "text": p.get("text", ""), "edit_date": int(time.time())}
         message.pop("reply_markup", None)
+        if p.get("reply_markup"):
+            message["reply_markup"] = p["reply_markup"]
+        self._messages[key] = message
+        return 200, {"ok": True, "result": message}
+
+    def _edit_markup(self, p: dict) -> tuple[int, dict]:
+        key = (int(p["chat_id"]), int(p["message_id"]))
+        message = self._messages.get(key)
+        if message is None:
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}
+        message = {k: v for k, v in message.items() if k != "reply_markup"}
         if p.get("reply_markup"):
             message["reply_markup"] = p["reply_markup"]
         self._messages[key] = message
