@@ -18,6 +18,7 @@ from core.rerank import reranker_from_settings
 from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
 from core.language import LanguageDetector
 from core.lexicon import Lexicon
+from core.links import CitationLinks, DocumentLinks, LinkingGenerator
 from core.pipeline import ProvisionSearch
 from core.linear import DEFAULT_WEIGHTS_FILE, LinearModel, load_model
 from core.ranking import FEATURES, BM25Search, FeatureBuilder, ProvisionRanker
@@ -156,12 +157,14 @@ class Components:
         update_graph: bool = True,
         doc_id: str | None = None,
         progress: IngestProgress | None = None,
+        source_url: str | None = None,
     ) -> IngestOutcome:
         """Chunk one file into the index, embed the sentences answers may quote from it, and update
         the collection's knowledge graph (`update_graph=False`: the caller ingests several files and
         calls update_knowledge_graph once after the last, instead of re-extracting after each).
         `doc_id`: put the file under this id (core.ingestion.explicit_key); `progress`: told the stage
-        and, while embedding, every block of texts done."""
+        and, while embedding, every block of texts done; `source_url`: where its citations link to
+        (core/links.py; None keeps the document's)."""
         s = self.settings
 
         def embed_sentences(chunks: list[Chunk]) -> None:
@@ -183,6 +186,7 @@ class Components:
                 doc_id=doc_id,
                 max_file_bytes=int(s.ingest_max_file_mb * 1_000_000),
                 progress=progress,
+                source_url=source_url,
             )
         if update_graph and outcome.status != "failed":
             self.update_knowledge_graph(collection)
@@ -260,21 +264,46 @@ class Components:
         return ConfigPolicy(config, base, classifier)
 
     @cached_property
+    def citation_links(self) -> CitationLinks:
+        """Where citations link to: a document's own `--source-url` (its index record), else its
+        manifest entry's patterns (bot/corpora.toml), read when an answer is made — so an index built
+        before links existed links too, and a changed pattern needs no re-ingest."""
+        from bot.corpus import load_manifest, manifest_links
+
+        manifest = manifest_links(load_manifest())
+        index = self.index
+
+        def links_of(collection: str) -> dict[str, DocumentLinks]:
+            links = dict(manifest.get(collection, {}))
+            for info in index.document_info(collection):  # per answer: a link changed by ingest shows at once
+                if info.source_url:
+                    links[info.doc_id] = DocumentLinks.single(info.source_url)
+            return links
+
+        return CitationLinks(links_of)
+
+    @cached_property
     def generator(self) -> Generator:
         """Claude (with the extractive answer as fallback) when ANTHROPIC_API_KEY is set, else extractive.
+        Each one's citations get their links (core/links.py), Claude's late answers included.
 
         One instance per process, so the circuit breaker's state is shared across questions.
         """
-        extractive = ExtractiveGenerator(
-            self.term_stats,
-            sentence_vectors=self.sentence_vectors,
-            model=self.learned_model("sentences", SENTENCE_FEATURES),
+        extractive = LinkingGenerator(
+            ExtractiveGenerator(
+                self.term_stats,
+                sentence_vectors=self.sentence_vectors,
+                model=self.learned_model("sentences", SENTENCE_FEATURES),
+            ),
+            self.citation_links,
         )
         if not self.settings.anthropic_api_key:
             return extractive  # and the anthropic SDK (2 s to import) stays unloaded
         from core.llm.claude_generator import answer_generator_from_settings
 
-        return answer_generator_from_settings(self.settings, extractive)
+        return answer_generator_from_settings(
+            self.settings, extractive, wrap_primary=lambda claude: LinkingGenerator(claude, self.citation_links)
+        )
 
     def rewriter(self) -> QueryRewriter:
         if self.overrides.get("no_rewrite"):

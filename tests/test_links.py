@@ -169,3 +169,23 @@ def test_a_failing_pattern_lookup_costs_the_link_not_the_answer(caplog):
 def test_the_wrapper_passes_other_attributes_through():
     inner = toy_generator()
     assert LinkingGenerator(inner, toy_links())._term_stats is inner._term_stats
+
+
+def test_claudes_verified_citations_and_its_fallbacks_carry_links(fake, tmp_path):
+    """Through Components (as `hypa serve` builds it) with a key: the real anthropic SDK against the
+    fake API; the first answer is Claude's, the second the extractive fallback's after a 500."""
+    from tests.fakes.anthropic_server import error_reply
+    from tests.slack_harness import toy_components, toy_settings
+    from tests.test_claude_generator import cited_answer
+
+    settings = toy_settings(tmp_path, "http://127.0.0.1:9", anthropic_api_key="test-key",
+                            anthropic_base_url=fake.base_url, llm_max_retries=0)
+    components = toy_components(settings)
+    components.index.set_source_url("toy", "toy-doc", "https://toy.example/code#s{section}")
+    fake.enqueue(cited_answer(), error_reply(500, "api_error", "boom"))
+    question = "How many business days before selling must a seller notify buyers?"
+    for model in ("claude-sonnet-5-5", "extractive"):
+        answer = components.generator.generate(question, scored())
+        assert answer.model == model and answer.citations
+        for c in answer.citations:
+            assert c.url == "https://toy.example/code#s" + c.label.split("§ ")[1].split("(")[0], (model, c)

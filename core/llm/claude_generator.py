@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from core.extractive import REFUSAL_TEXT
 from core.llm.client import (
@@ -310,8 +310,12 @@ def _tidy(text: str) -> str:
 # --- wiring -----------------------------------------------------------------------------------
 
 
-def answer_generator_from_settings(settings: Any, fallback: Any, recorder: Any = None) -> Any:
+def answer_generator_from_settings(
+    settings: Any, fallback: Any, recorder: Any = None, *, wrap_primary: Callable[[Any], Any] | None = None
+) -> Any:
     """`fallback` alone without ANTHROPIC_API_KEY; otherwise Claude wrapped in FallbackGenerator.
+    `wrap_primary(claude)` decorates Claude's generator inside it (e.g. core.links.LinkingGenerator),
+    so its answers, late ones included, pass through the decorator like the fallback's.
 
     Reads the settings fields listed in docs/LLM.md with getattr defaults, so it works before and
     after those fields are added to bot.settings.Settings.
@@ -343,4 +347,5 @@ def answer_generator_from_settings(settings: Any, fallback: Any, recorder: Any =
         # The question's text only with HYPA_LOG_MESSAGE_TEXT, like the logs.
         keep_text = bool(getattr(settings, "log_message_text", False))
         recorder = JsonlFailureRecorder(path, keep_text=keep_text) if path is not None else None
-    return FallbackGenerator(generator, fallback, recorder, breaker=client.breaker)
+    primary = wrap_primary(generator) if wrap_primary is not None else generator
+    return FallbackGenerator(primary, fallback, recorder, breaker=client.breaker)
