@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from adapters.citations import sources
-from adapters.slack.text import answer_mrkdwn, escape_mrkdwn, split_text
+from adapters.slack.text import answer_mrkdwn, escape_mrkdwn, link_mrkdwn, split_text
 from core.conversation import Rating, Reply
 
 SECTION_CHARS = 3000
@@ -62,12 +62,13 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def source_lines(reply: Reply) -> list[str]:
-    """One line per cited number: "*[1]* label — “quote”" (a number citing two provisions lists both;
-    the quote only when the answer does not show it already)."""
+    """One line per cited number: "*[1]* <url|label> — “quote”" (a number citing two provisions lists
+    both; a label links to the official text when it has an address; the quote only when the answer
+    does not show it already)."""
     listed = sources(reply.citations, reply.text)
     lines = []
     for source in listed[:MAX_SOURCES]:
-        line = f"*[{source.n}]* " + "; ".join(escape_mrkdwn(label) for label in source.labels)
+        line = f"*[{source.n}]* " + "; ".join(link_mrkdwn(label, url) for label, url in source.linked())
         if source.quote:
             line += f" — _“{escape_mrkdwn(_shorten(source.quote, QUOTE_CHARS))}”_"
         lines.append(line)

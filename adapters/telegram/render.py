@@ -89,11 +89,18 @@ def _source_blocks(reply: Reply) -> list[str]:
         return []
     blocks = ["<b>Sources</b>"]
     for source in sources(reply.citations, reply.text):
-        labels = "; ".join(_escape(_shorten(clean(label), LABEL_CHARS)) for label in source.labels)
+        labels = "; ".join(_link(_shorten(clean(label), LABEL_CHARS), url) for label, url in source.linked())
         head = f"[{source.n}] <b>{labels}</b>"
         quote = _shorten(" ".join(clean(source.quote).split()), QUOTE_CHARS)
         blocks.append(f"{head}\n<i>“{_escape(quote)}”</i>" if quote else head)
     return blocks
+
+
+def _link(label: str, url: str) -> str:
+    """The label as a link to its official text (escaped, the address as an attribute), or alone."""
+    if not url:
+        return _escape(label)
+    return f'<a href="{html.escape(clean(url), quote=True)}">{_escape(label)}</a>'
 
 
 def _shorten(text: str, n: int) -> str:
