@@ -49,7 +49,8 @@ def _per_day(ax, result: FeedbackReview) -> None:
     x = [datetime.combine(d, datetime.min.time()) for d in days]
     ax.bar(x, [t.up for t in tallies], width=0.8, color=UP_COLOR, label="up")
     ax.bar(x, [-t.down for t in tallies], width=0.8, color=DOWN_COLOR, label="down")
-    ax.plot(x, [t.net for t in tallies], color=NET_COLOR, marker="o", linewidth=1.2, label="net")
+    # Net as dots, not a line: a line would draw across the quiet days as if there were ratings.
+    ax.plot(x, [t.net for t in tallies], color=NET_COLOR, marker="o", linestyle="none", label="net")
     first, last = _period(result, days)
     ax.set_xlim(datetime.combine(first, datetime.min.time()) - timedelta(hours=12),
                 datetime.combine(last, datetime.min.time()) + timedelta(hours=12))
@@ -73,16 +74,20 @@ def _period(result: FeedbackReview, days: list[date]) -> tuple[date, date]:
 
 
 def _by_key(ax, title: str, tallies: list[Tally], *, show_up: bool) -> None:
-    """Horizontal bars: up-votes right of zero, down-votes left of it, one row per key."""
+    """Horizontal bars, one row per key: up-votes right of zero and down-votes left of it, or (for
+    down-votes alone) the down-votes to the right."""
     from matplotlib.ticker import MaxNLocator
 
     keys = [t.key for t in tallies][::-1]  # first key on top
     ys = list(range(len(keys)))
+    downs = [t.down for t in tallies][::-1]
     if show_up:
         ax.barh(ys, [t.up for t in tallies][::-1], color=UP_COLOR, label="up")
-    ax.barh(ys, [-t.down for t in tallies][::-1], color=DOWN_COLOR, label="down")
+        ax.barh(ys, [-d for d in downs], color=DOWN_COLOR, label="down")
+        ax.axvline(0, color="#9e9e9e", linewidth=0.8)
+    else:
+        ax.barh(ys, downs, color=DOWN_COLOR, label="down")
     ax.set_yticks(ys, keys)
-    ax.axvline(0, color="#9e9e9e", linewidth=0.8)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title)
     if not keys:
