@@ -103,3 +103,21 @@ def test_the_fake_telegram_refuses_html_telegram_would_refuse():
     assert telegram_html('<b><a href="https://x.example/?a=1&amp;b=2">A &amp; B</a></b>').links == [
         ("https://x.example/?a=1&b=2", "A & B")
     ]
+
+
+def test_links_too_long_for_one_message_leave_the_labels_alone():
+    """A number citing many provisions with long addresses: Slack and Telegram would cut the line
+    inside a link's markup (or Telegram would refuse it), so those labels go without links."""
+    from tests.fakes.telegram_server import telegram_html
+
+    long_url = "https://example.com/" + "a" * 900 + "#s{}"
+    many = [Citation(1, f"c{i}", f"Code § {i}", QUOTE, url=long_url.format(i)) for i in range(6)]
+    reply = Reply(text=TEXT, refused=False, citations=many + [LINKED[1]], answer_id="a1")
+    slack = source_lines(reply)
+    assert slack[0].startswith("*[1]* Code § 0; Code § 1") and "<https" not in slack[0]
+    assert slack[1].startswith("*[2]* <https://example.com/code")  # a short line keeps its link
+    parts = telegram_reply(reply).parts
+    assert all(len(p) <= 4096 for p in parts)
+    shown = [telegram_html(p) for p in parts]
+    assert [link for s in shown for link in s.links] == [(URL.format("20-872"), "Admin. Code § 20-872(a)")]
+    assert "Code § 5" in "".join(s.text for s in shown)
