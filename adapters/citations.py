@@ -4,6 +4,9 @@ only when the answer does not already show it.
 An offline answer is made of quotes ("Under 6 RCNY § 5-303(c) (...): “An employer ... must keep ...”
 [1]"), so repeating each quote under Sources would show the same words twice; a Claude answer
 paraphrases, and there the quote is what lets a reader check it.
+
+Each label keeps the address of the official text it cites (Citation.url, core/links.py): every front
+end shows the label as a link to it.
 """
 from __future__ import annotations
 
@@ -21,6 +24,11 @@ class Source:
     n: int
     labels: tuple[str, ...]  # one per distinct provision cited under this number
     quote: str  # "" when the answer already shows every quote of this number
+    urls: tuple[str, ...] = ()  # the link of each label ("" = none), in the same order
+
+    def linked(self) -> list[tuple[str, str]]:
+        """(label, url) pairs; url "" where the label has no link."""
+        return list(zip(self.labels, self.urls or ("",) * len(self.labels)))
 
 
 def _folded(text: str) -> str:
@@ -38,5 +46,8 @@ def sources(citations: Sequence[Citation], answer_text: str) -> list[Source]:
         cited = by_number[n]
         quotes = [c.quote for c in cited if c.quote.strip()]
         in_answer = all(f" {_folded(q)} " in shown for q in quotes)
-        out.append(Source(n, tuple(dict.fromkeys(c.label for c in cited)), "" if in_answer else (quotes[0] if quotes else "")))
+        links: dict[str, str] = {}  # label -> its first non-empty url
+        for c in cited:
+            links[c.label] = links.get(c.label) or c.url
+        out.append(Source(n, tuple(links), "" if in_answer else (quotes[0] if quotes else ""), tuple(links.values())))
     return out

@@ -10,8 +10,10 @@ import uuid
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.style import Style
+from rich.text import Text
 
-from adapters.citations import sources
+from adapters.citations import Source, sources
 from core.conversation import ConversationService, FeedbackEvent, IncomingMessage, Reply
 from core.types import Answer, PipelineResult
 
@@ -39,11 +41,25 @@ def render_reply(console: Console, reply: Reply | Answer) -> None:
     if reply.note:
         console.print(f"[dim]note: {escape(reply.note)}[/]")
     for source in sources(reply.citations, reply.text):
-        head = f"[{source.n}] " + "; ".join(source.labels)
-        quote = " ".join(source.quote.split())
-        if len(quote) > QUOTE_CHARS:
-            quote = quote[: QUOTE_CHARS - 1] + "…"
-        console.print(f"[bold]{escape(head)}[/]" + (f"  [dim]“{escape(quote)}”[/]" if quote else ""))
+        console.print(_source_line(source))
+
+
+def _source_line(source: Source) -> Text:
+    """"[1] label https://…  “quote”": each label a terminal hyperlink to its official text, and the
+    address printed after it (terminals without hyperlinks show it, and it can be copied)."""
+    line = Text(f"[{source.n}] ", style="bold")
+    for i, (label, url) in enumerate(source.linked()):
+        if i:
+            line.append("; ", style="bold")
+        line.append(label, style=Style(bold=True, link=url or None))
+        if url:
+            line.append(f" {url}", style=Style(dim=True, link=url))
+    quote = " ".join(source.quote.split())
+    if len(quote) > QUOTE_CHARS:
+        quote = quote[: QUOTE_CHARS - 1] + "…"
+    if quote:
+        line.append(f"  “{quote}”", style="dim")
+    return line
 
 
 def run_chat(console: Console, service: ConversationService, user: str) -> None:

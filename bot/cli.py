@@ -166,8 +166,12 @@ def _say_outcome(outcome) -> None:
         )
 
 
-def _ingest(components, paths: list[Path], collection: str, *, doc_ids: dict[Path, str] | None = None) -> int:
-    """Ingest files with progress; returns the number of failures. `doc_ids`: explicit ids by file."""
+def _ingest(
+    components, paths: list[Path], collection: str, *, doc_ids: dict[Path, str] | None = None,
+    source_url: str | None = None,
+) -> int:
+    """Ingest files with progress; returns the number of failures. `doc_ids`: explicit ids by file;
+    `source_url`: where the citations of the (one) file link to."""
     from core.ingestion import select_files
 
     selection = select_files(paths)
@@ -187,7 +191,8 @@ def _ingest(components, paths: list[Path], collection: str, *, doc_ids: dict[Pat
             for path in files:
                 current = _FileProgress(progress, path.name)
                 outcome = components.ingest(
-                    path, collection, update_graph=False, doc_id=doc_ids.get(path), progress=current
+                    path, collection, update_graph=False, doc_id=doc_ids.get(path), progress=current,
+                    source_url=source_url,
                 )
                 current.close()
                 progress.advance(overall)
@@ -221,16 +226,23 @@ def ingest(
     doc_id: Optional[str] = typer.Option(
         None, "--as", help="Put one file under this document id, replacing the document that has it."
     ),
+    source_url: Optional[str] = typer.Option(
+        None, "--source-url",
+        help="Where citations of this one file link to: a URL, or a pattern with {section} {article} {recital} "
+        "{annex} {page} (e.g. https://example.com/policy.pdf#page={page}); \"\" removes the link.",
+    ),
 ) -> None:
     """Chunk regulations along their legal structure and add them to the index.
 
     A document is its file: ingesting the same file again updates it (unchanged content is skipped).
     Its id is the file name (`rules.md` -> `rules`); a different file with the same name is added
     beside it with its folder in the id (`b-rules`), and the output says so. `hypa index documents`
-    lists what a collection holds; `hypa index remove` takes a document out.
+    lists what a collection holds; `hypa index remove` takes a document out. `--source-url` makes
+    the document's citations links to its official text (kept until given again).
     """
-    from core.errors import InvalidDocumentId
+    from core.errors import InvalidDocumentId, LinkPatternError
     from core.ingestion import check_doc_id
+    from core.links import check_pattern
 
     settings = _settings()
     explicit: dict[Path, str] = {}
@@ -241,7 +253,14 @@ def ingest(
             explicit[paths[0]] = check_doc_id(doc_id)
         except InvalidDocumentId as exc:
             _fail(str(exc))
-    failures = _ingest(_components(settings), paths, collection, doc_ids=explicit)
+    if source_url is not None:
+        if len(paths) != 1 or paths[0].is_dir():
+            _fail("--source-url takes exactly one file (each document has its own address)")
+        try:
+            source_url = check_pattern(source_url) if source_url.strip() else ""
+        except LinkPatternError as exc:
+            _fail(str(exc))
+    failures = _ingest(_components(settings), paths, collection, doc_ids=explicit, source_url=source_url)
     if failures:
         raise typer.Exit(1)
 
@@ -277,12 +296,24 @@ def index_documents(collection: str = typer.Argument(..., help="The collection t
     _check_collection(components, collection)
     table = Table("document", "chunks", "sha256", "ingested at (UTC)")
     table.add_column("source", overflow="fold")
+    table.add_column("citations link to", overflow="fold")
+    manifest = _manifest_links().get(collection, {})
     for info in components.index.document_info(collection):
+        link = info.source_url
+        if not link and info.doc_id in manifest:
+            link = f"{manifest[info.doc_id].rules[-1].url} (bot/corpora.toml)"
         table.add_row(
             escape(info.doc_id), str(info.chunks), info.content_hash[:12],
             info.ingested_at.replace("T", " ").removesuffix("Z") or "-", escape(info.source) or "-",
+            escape(link) or "-",
         )
     out.print(table)
+
+
+def _manifest_links() -> dict:
+    from bot.corpus import load_manifest, manifest_links
+
+    return manifest_links(load_manifest())
 
 
 @index_app.command("remove")

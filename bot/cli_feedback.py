@@ -77,28 +77,46 @@ def report(
     ),
     days: int = typer.Option(30, "--days", min=0, help="Only ratings from the last N days (0 = all)."),
     worst: int = typer.Option(10, "--worst", min=1, max=200, help="How many worst-rated answers to list."),
+    as_html: bool = typer.Option(
+        False, "--html", help="Also write one self-contained HTML page (the plot, the tables, the worst-rated "
+        "answers with their reasons, review state and linked sources) beside the plot, as NAME.html."
+    ),
 ) -> None:
-    """Ratings per day, by complexity label and question type, the worst-rated answers, and a plot."""
+    """Ratings per day, by complexity label, question type and reason, the worst-rated answers, a plot."""
     from rich.markup import escape
 
+    from bot.feedback_report import png_bytes, render_html, report_figure
     from core.feedback_review import review
 
     settings = load_settings()
     store = _open_store(settings.sql_url)
+    since = _since(days)
     with _reading(settings.sql_url):
-        rated = [] if store is None else store.rated_answers(since=_since(days))
+        rated = [] if store is None else store.rated_answers(since=since)
     if not rated:
         _no_feedback(settings.sql_url, days)
         return
-    result = review(rated, worst=worst)
+    now = datetime.now(UTC)
+    result = review(rated, worst=worst, since=since.date() if since else None, today=now.date())
     _print_report(result, days)
     # Not the working directory: a report run from anywhere lands beside the data it describes.
     out_png = (out_png or settings.data_dir / "reports" / "feedback_report.png").resolve()
-    try:
-        _plot(result, out_png)
-    except OSError as exc:
-        fail(f"cannot write the plot to {out_png}: {exc}")
+    png = png_bytes(report_figure(result))
+    _write(out_png, png, "the plot")
     out.print(f"plot written to [bold]{escape(str(out_png))}[/]", soft_wrap=True)  # a path to copy: never wrapped
+    if as_html:
+        page_path = out_png.with_suffix(".html")
+        period = f"last {days} days" if days else "all time"
+        _write(page_path, render_html(result, png, period=period, generated=now).encode("utf-8"), "the page")
+        out.print(f"page written to [bold]{escape(str(page_path))}[/]", soft_wrap=True)
+
+
+def _write(path: Path, data: bytes, what: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        fail(f"cannot write {what} to {path}: {exc}")
 
 
 @feedback_app.command("export")
@@ -223,27 +241,3 @@ def _print_report(result: FeedbackReview, days: int) -> None:
             _excerpt(", ".join(f"[{c.n}] {c.label}" for c in r.citations), 400) or "—", s.answer.id,
         )
     out.print(table)
-
-
-def _plot(result: FeedbackReview, path: Path) -> None:
-    # A bare Figure (Agg canvas) rather than pyplot: no global figure state, never a display.
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
-
-    labels = [d.isoformat() for d, _ in result.by_day]
-    x = list(range(len(labels)))  # one slot per day with ratings; quiet days are not drawn
-    fig = Figure(figsize=(9, 4.5), dpi=110)
-    ax = fig.subplots()
-    ax.bar(x, [t.up for _, t in result.by_day], color="#2e7d32", label="up")
-    ax.bar(x, [-t.down for _, t in result.by_day], color="#c62828", label="down")
-    ax.plot(x, [t.net for _, t in result.by_day], color="#212121", marker="o", linewidth=1.5, label="net")
-    ax.axhline(0, color="#9e9e9e", linewidth=0.8)
-    ax.set_title(f"Answer ratings per day ({result.ratings} ratings, {result.up / result.ratings:.0%} up)")
-    ax.set_ylabel("ratings (down below zero)")
-    step = max(1, len(labels) // 15)  # at most ~15 date labels
-    ax.set_xticks(x[::step], labels[::step], rotation=30, ha="right")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(loc="best")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")

@@ -8,13 +8,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from core.errors import LinkPatternError
+from core.ingestion import doc_id_for
+from core.links import DocumentLinks, LinkRule, check_pattern
 
 MANIFEST_PATH = Path(__file__).with_name("corpora.toml")
 
 
 class CorpusError(Exception):
     """A corpus could not be provided; the message says what to do."""
+
+
+class LinkPattern(BaseModel):
+    """Where citations of a file point (core/links.py): a URL pattern, for labels containing a text."""
+
+    url: str
+    label_contains: str = ""
+
+    @field_validator("url")
+    @classmethod
+    def _usable(cls, url: str) -> str:
+        try:
+            return check_pattern(url)
+        except LinkPatternError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class CorpusFile(BaseModel):
@@ -25,6 +44,17 @@ class CorpusFile(BaseModel):
     publisher: str
     url: str
     source_page: str
+    # Link rules for its citations, tried in order; the file's document id is its name's (doc_id_for).
+    links: list[LinkPattern] = Field(default_factory=list)
+
+    @property
+    def doc_id(self) -> str:
+        return doc_id_for(Path(self.name))
+
+    def document_links(self) -> DocumentLinks | None:
+        if not self.links:
+            return None
+        return DocumentLinks(tuple(LinkRule(p.url, p.label_contains) for p in self.links))
 
 
 class Corpus(BaseModel):
@@ -50,6 +80,18 @@ class Manifest(BaseModel):
 def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:
     with path.open("rb") as fh:
         return Manifest.model_validate(tomllib.load(fh))
+
+
+def manifest_links(manifest: Manifest) -> dict[str, dict[str, DocumentLinks]]:
+    """{collection: {doc_id: links}} of the manifest files that have link rules. Derived when an
+    answer is made (not stored in the index), so an index built before links existed has them too."""
+    out: dict[str, dict[str, DocumentLinks]] = {}
+    for corpus in manifest.corpora.values():
+        for f in corpus.files:
+            links = f.document_links()
+            if links is not None:
+                out.setdefault(corpus.collection, {})[f.doc_id] = links
+    return out
 
 
 def sha256_of(path: Path) -> str:

@@ -27,6 +27,7 @@ from core.ingestion import IngestOutcome, IngestProgress, ingest_file
 from core.language import LanguageDetector
 from core.lexicon import Lexicon
 from core.linear import DEFAULT_WEIGHTS_FILE, LinearModel, load_model
+from core.links import CitationLinks, DocumentLinks, LinkingGenerator
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, ProvisionSearch, QuestionLimits
 from core.places import place_and_language_names
@@ -68,17 +69,23 @@ def failure_recorder(s: Settings) -> FailureRecorder:
     return JsonlFailureRecorder(s.llm_failures_path, keep_text=s.log_message_text)
 
 
-def answer_generator(s: Settings, fallback: Generator) -> Generator:
+def answer_generator(
+    s: Settings, fallback: Generator, *, wrap_primary: Callable[[Generator], Generator] | None = None
+) -> Generator:
     """Claude (HYPA_ANSWER_MODEL) with `fallback` answering whenever Claude cannot, when
     ANTHROPIC_API_KEY is set; else `fallback` alone (and the anthropic SDK, 2 s to import, stays
-    unloaded). One instance per process, so the circuit breaker's state is shared across questions."""
+    unloaded). One instance per process, so the circuit breaker's state is shared across questions.
+    `wrap_primary(claude)` decorates Claude's generator inside the fallback (core.links.LinkingGenerator),
+    so its answers, late ones included, pass through the decorator like the fallback's."""
     if not s.anthropic_api_key:
         return fallback
     from core.llm.claude_generator import ClaudeGenerator
     from core.llm.client import ClaudeClient, FallbackGenerator
 
     client = ClaudeClient(llm_client_config(s))
-    return FallbackGenerator(ClaudeGenerator(client, answer_config(s)), fallback, failure_recorder(s), breaker=client.breaker)
+    claude: Generator = ClaudeGenerator(client, answer_config(s))
+    primary = wrap_primary(claude) if wrap_primary is not None else claude
+    return FallbackGenerator(primary, fallback, failure_recorder(s), breaker=client.breaker)
 
 
 def collection_hint(collection: str) -> str:
@@ -196,12 +203,14 @@ class Components:
         update_graph: bool = True,
         doc_id: str | None = None,
         progress: IngestProgress | None = None,
+        source_url: str | None = None,
     ) -> IngestOutcome:
         """Chunk one file into the index, embed the sentences answers may quote from it, and update
         the collection's knowledge graph (`update_graph=False`: the caller ingests several files and
         calls update_knowledge_graph once after the last, instead of re-extracting after each).
         `doc_id`: put the file under this id (core.ingestion.explicit_key); `progress`: told the stage
-        and, while embedding, every block of texts done."""
+        and, while embedding, every block of texts done; `source_url`: where its citations link to
+        (core/links.py; None keeps the document's)."""
         s = self.settings
 
         def embed_sentences(chunks: list[Chunk]) -> None:
@@ -223,6 +232,7 @@ class Components:
                 doc_id=doc_id,
                 max_file_bytes=int(s.ingest_max_file_mb * 1_000_000),
                 progress=progress,
+                source_url=source_url,
             )
         if update_graph and outcome.status != "failed":
             self.update_knowledge_graph(collection)
@@ -306,17 +316,42 @@ class Components:
         return ConfigPolicy(config, base, classifier)
 
     @cached_property
+    def citation_links(self) -> CitationLinks:
+        """Where citations link to: a document's own `--source-url` (its index record), else its
+        manifest entry's patterns (bot/corpora.toml), read when an answer is made — so an index built
+        before links existed links too, and a changed pattern needs no re-ingest."""
+        from bot.corpus import load_manifest, manifest_links
+
+        manifest = manifest_links(load_manifest())
+        index = self.index
+
+        def links_of(collection: str) -> dict[str, DocumentLinks]:
+            links = dict(manifest.get(collection, {}))
+            for info in index.document_info(collection):  # per answer: a link changed by ingest shows at once
+                if info.source_url:
+                    links[info.doc_id] = DocumentLinks.single(info.source_url)
+            return links
+
+        return CitationLinks(links_of)
+
+    @cached_property
     def generator(self) -> Generator:
         """Claude (with the extractive answer as fallback) when ANTHROPIC_API_KEY is set, else extractive.
+        Each one's citations get their links (core/links.py), Claude's late answers included.
 
         One instance per process, so the circuit breaker's state is shared across questions.
         """
-        extractive = ExtractiveGenerator(
-            self.term_stats,
-            sentence_vectors=self.sentence_vectors,
-            model=self.learned_model("sentences", SENTENCE_FEATURES),
+        extractive = LinkingGenerator(
+            ExtractiveGenerator(
+                self.term_stats,
+                sentence_vectors=self.sentence_vectors,
+                model=self.learned_model("sentences", SENTENCE_FEATURES),
+            ),
+            self.citation_links,
         )
-        return answer_generator(self.settings, extractive)
+        return answer_generator(
+            self.settings, extractive, wrap_primary=lambda claude: LinkingGenerator(claude, self.citation_links)
+        )
 
     def rewriter(self) -> QueryRewriter:
         if self.overrides.get("no_rewrite"):

@@ -23,6 +23,7 @@ HypaError
 ├── OnnxExportError (RuntimeError) ··········· the ONNX export failed or changed the vectors
 ├── DocumentError ···························· a file that cannot be turned into text (ingest)
 ├── InvalidDocumentId (ValueError) ··········· an explicit document id hypa cannot use
+├── LinkPatternError (ValueError) ············ a source URL pattern hypa cannot use (ingest --source-url)
 ├── DatasetError (ValueError) ················ a malformed evaluation dataset (file and line)
 ├── ConfigError (ValueError) ················· bot/retrieval_configs.toml missing or invalid
 ├── ModelWeightsError (ValueError) ··········· the learned ranker's weights file is unusable
@@ -166,6 +167,10 @@ class DocumentError(HypaError):
 
 class InvalidDocumentId(HypaError, ValueError):
     """An explicit document id hypa cannot use; the message says what is allowed."""
+
+
+class LinkPatternError(HypaError, ValueError):
+    """A URL pattern hypa cannot use (`hypa ingest --source-url`, bot/corpora.toml); the message says what is wrong."""
 
 
 class DatasetError(HypaError, ValueError):

@@ -72,6 +72,10 @@ class FeedbackReview:
     # 👎s by the kind of reason given (core/review.py labels; "(no reason)" for reactions and skipped
     # modals), most frequent first.
     by_reason: list[Tally] = field(default_factory=list)
+    # The days the report covers, first to last (the plot's time axis): from the start of the period
+    # (or the first rating) to today (or the last rating).
+    first_day: date | None = None
+    last_day: date | None = None
 
 
 def complexity_label(answer: StoredAnswer) -> str:
@@ -85,7 +89,10 @@ def question_type(answer: StoredAnswer) -> str:
     return classify_question(answer.record.question, in_thread=answer.record.history_turns > 0)
 
 
-def review(rated: Sequence[RatedAnswer], worst: int = 10) -> FeedbackReview:
+def review(
+    rated: Sequence[RatedAnswer], worst: int = 10, *, since: date | None = None, today: date | None = None
+) -> FeedbackReview:
+    """`since`: the first day of the period asked for (None: all time); `today`: its last day."""
     by_day: dict[date, Tally] = {}
     by_complexity: dict[str, Tally] = {}
     by_type: dict[str, Tally] = {}
@@ -114,6 +121,9 @@ def review(rated: Sequence[RatedAnswer], worst: int = 10) -> FeedbackReview:
     ]
     scores = sorted((s for s in scores if s.down), key=lambda s: (s.net, -s.down, s.answer.created_at))
     up = sum(r.rating > 0 for r in rated)
+    days = sorted(by_day)
+    first = min((d for d in (since, days[0] if days else None) if d is not None), default=None)
+    last = max((d for d in (today, days[-1] if days else None) if d is not None), default=None)
     return FeedbackReview(
         ratings=len(rated),
         up=up,
@@ -123,6 +133,8 @@ def review(rated: Sequence[RatedAnswer], worst: int = 10) -> FeedbackReview:
         by_question_type=sorted(by_type.values(), key=lambda t: QUESTION_TYPES.index(t.key)),
         worst=scores[:worst],
         by_reason=sorted(by_reason.values(), key=lambda t: (-t.down, t.key)),
+        first_day=first,
+        last_day=last,
     )
 
 

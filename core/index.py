@@ -20,6 +20,9 @@ class DocumentInfo:
     # ingested before hypa recorded them.
     source: str = ""
     ingested_at: str = ""
+    # Where its citations link to: a URL pattern (core/links.py) given with `hypa ingest --source-url`;
+    # "" = none (a manifest corpus's links come from bot/corpora.toml instead).
+    source_url: str = ""
 
 
 @runtime_checkable
@@ -28,10 +31,21 @@ class ChunkIndex(Protocol):
         """Content hash recorded when the document was last ingested, or None."""
 
     def replace_document(
-        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk], *, source: str = ""
+        self,
+        collection: str,
+        doc_id: str,
+        content_hash: str,
+        chunks: Sequence[Chunk],
+        *,
+        source: str = "",
+        source_url: str = "",
     ) -> None:
         """Atomically replace every chunk of one document (insert if new); records `source` (the
-        file it came from) and the time."""
+        file it came from), `source_url` (where its citations link to) and the time."""
+
+    def set_source_url(self, collection: str, doc_id: str, source_url: str) -> None:
+        """Change where a document's citations link to ("" = nowhere), leaving its chunks, hash, file
+        and ingest time as they are (nothing is embedded again). KeyError for an unknown document."""
 
     def delete_document(self, collection: str, doc_id: str) -> None: ...
 

@@ -12,6 +12,9 @@ document is identified by its file, never by a name another file could share:
   recorded file no longer exists (the file was moved), or when no file was recorded (documents
   ingested by hypa versions before sources were recorded: they were identified by name alone).
 * `doc_id=` (`hypa ingest FILE --as ID`) puts a file under an explicit id, replacing what holds it.
+* `source_url=` (`hypa ingest FILE --source-url URL`) records where the document's citations link to
+  (a URL or a pattern, core/links.py) with its record; given for an unchanged file, only the record
+  changes. Not given, a document keeps the link it has.
 
 A file that cannot be read, or is over the size limit, is reported and the index is left exactly as
 it was.
@@ -24,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Literal, Protocol, Sequence
 
-from core.errors import DocumentError, IndexUnavailable, IndexWriteError, InvalidDocumentId
+from core.errors import DocumentError, IndexUnavailable, IndexWriteError, InvalidDocumentId, LinkPatternError
 from core.index import ChunkIndex, DocumentInfo
 from core.ingest.chunker import CHUNKING_VERSION, chunk_document
 from core.ingest.loaders import load_document
+from core.links import check_pattern
 from core.types import Chunk
 
 SUPPORTED_SUFFIXES = (".pdf", ".md", ".markdown", ".txt", ".html", ".htm")
@@ -200,9 +204,12 @@ def ingest_file(
     doc_id: str | None = None,
     max_file_bytes: int | None = None,
     progress: IngestProgress | None = None,
+    source_url: str | None = None,
 ) -> IngestOutcome:
     """`after_replace(chunks)` runs once the document is in the index (e.g. to embed its sentences).
-    `doc_id`: an explicit id (see explicit_key); otherwise document_key chooses it."""
+    `doc_id`: an explicit id (see explicit_key); otherwise document_key chooses it. `source_url`: where
+    its citations link to (checked by core.links.check_pattern; "" = no link, None = keep the
+    document's)."""
     stage = progress.stage if progress is not None else (lambda name, total=None: None)
     shown_id = doc_id or doc_id_for(path)
     try:
@@ -216,11 +223,18 @@ def ingest_file(
         else:
             key = document_key(path, content_hash, existing)
         shown_id = key.doc_id
-        previous = next((info.content_hash for info in existing if info.doc_id == key.doc_id), None)
+        holder = next((info for info in existing if info.doc_id == key.doc_id), None)
+        previous = holder.content_hash if holder is not None else None
+        kept_url = holder.source_url if holder is not None else ""
+        link = kept_url if source_url is None else check_pattern(source_url) if source_url else ""
         if previous is not None and previous == content_hash:
             if after_replace is not None:  # idempotent: fills in what an older version may lack
                 after_replace([c for c in index.chunks(collection) if c.doc_id == key.doc_id])
-            return IngestOutcome(path, key.doc_id, "unchanged", note=key.note)
+            note = key.note
+            if link != kept_url:  # only the link changed: the record, not the chunks
+                index.set_source_url(collection, key.doc_id, link)
+                note = "; ".join(n for n in (note, f"links to {link}" if link else "link removed") if n)
+            return IngestOutcome(path, key.doc_id, "unchanged", note=note)
         doc = load_document(path)
         stage("chunking")
         chunks = chunk_document(
@@ -234,16 +248,17 @@ def ingest_file(
         if not chunks:
             raise DocumentError(f"{path.name}: no text could be chunked")
         stage("embedding chunks", len(chunks))
-        index.replace_document(collection, key.doc_id, content_hash, chunks, source=source_of(path))
+        index.replace_document(collection, key.doc_id, content_hash, chunks, source=source_of(path), source_url=link)
         if after_replace is not None:
             after_replace(chunks)
-    except (DocumentError, InvalidDocumentId) as exc:
+    except (DocumentError, InvalidDocumentId, LinkPatternError) as exc:
         return IngestOutcome(path, shown_id, "failed", error=str(exc))
     except (IndexUnavailable, IndexWriteError) as exc:  # the backend, not the file: say so, keep going
         return IngestOutcome(path, shown_id, "failed", error=f"index backend: {exc}")
+    linked = f"links to {link}" if source_url else ""  # said when given, not for a link kept
     if previous is None:
-        return IngestOutcome(path, key.doc_id, "added", chunks=len(chunks), note=key.note)
-    note = "; ".join(n for n in (key.note, key.note_if_replaced) if n)
+        return IngestOutcome(path, key.doc_id, "added", chunks=len(chunks), note="; ".join(n for n in (key.note, linked) if n))
+    note = "; ".join(n for n in (key.note, key.note_if_replaced, linked) if n)
     return IngestOutcome(path, key.doc_id, "replaced", chunks=len(chunks), note=note)
 
 

@@ -62,6 +62,8 @@ class Citation:
     chunk_id: str
     label: str
     quote: str  # verbatim text from the chunk
+    # The official text it points to (core/links.py), "" when its document has no link pattern.
+    url: str = ""
 
 
 @dataclass

@@ -15,9 +15,9 @@ Schema (two Weaviate collections, names from settings.weaviate_collection):
     its document; stored but not keyword-searchable) and `search_text`, the only BM25 field.
     Object ids are uuid5(collection/chunk id), so re-importing a chunk overwrites it.
   * `<C>Document`: one object per (collection, document): its content hash, chunk count, the file it
-    was ingested from and when. It is written *last* by replace_document, so it is the commit marker
-    (see replace_document). A document class created before `source`/`ingested_at` existed gets them
-    added by ensure_schema.
+    was ingested from and when, and where its citations link to (`source_url`). It is written *last*
+    by replace_document, so it is the commit marker (see replace_document). A document class created
+    before `source`/`ingested_at`/`source_url` existed gets them added by ensure_schema.
 
 Multi-tenancy (settings.weaviate_multi_tenancy): both collections become multi-tenant and each ChunkIndex
 collection is its own tenant (auto-created on first import). Give every workspace its own collection
@@ -69,7 +69,9 @@ _STORED_TEXT = ("doc_title", "label", "heading", "text", "role", "references")
 CHUNK_PROPERTIES = (*_EXACT_PROPERTIES, *_STORED_TEXT, *_INT_PROPERTIES)
 _TENANT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # Weaviate's tenant name rule
 _FUSION_TYPES = {"rankedFusion": "RANKED", "relativeScoreFusion": "RELATIVE_SCORE"}
-_DOCUMENT_STORED_TEXT = ("source", "ingested_at")  # stored with each document record, never searched
+# Stored with each document record, never searched: its file, when it was ingested, where its
+# citations link to (core/links.py pattern).
+_DOCUMENT_STORED_TEXT = ("source", "ingested_at", "source_url")
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -465,8 +467,8 @@ class WeaviateIndex:
         self._schema_ready = True
 
     def _add_missing_document_properties(self) -> None:
-        """A document class created by an older hypa lacks `source` and `ingested_at`: add them (a
-        schema without them would make Weaviate guess their type, or refuse the record)."""
+        """A document class created by an older hypa lacks `source`, `ingested_at` or `source_url`: add
+        them (a schema without them would make Weaviate guess their type, or refuse the record)."""
         handle = self.client.collections.use(self.document_class)
         present = {p.name for p in handle.config.get(simple=True).properties}
         for name in _DOCUMENT_STORED_TEXT:
@@ -518,6 +520,7 @@ class WeaviateIndex:
             records[str(p["doc_id"])] = DocumentInfo(
                 str(p["doc_id"]), str(p["content_hash"]), int(p.get("chunk_count") or 0),
                 source=str(p.get("source") or ""), ingested_at=str(p.get("ingested_at") or ""),
+                source_url=str(p.get("source_url") or ""),
             )
         return records
 
@@ -578,10 +581,27 @@ class WeaviateIndex:
     # -- write API -----------------------------------------------------------------------------
 
     def replace_document(
-        self, collection: str, doc_id: str, content_hash: str, chunks: Sequence[Chunk], *, source: str = ""
+        self,
+        collection: str,
+        doc_id: str,
+        content_hash: str,
+        chunks: Sequence[Chunk],
+        *,
+        source: str = "",
+        source_url: str = "",
     ) -> None:
         vectors = self.embedder.embed_passages([embedded_view(c) for c in chunks]) if chunks else None
-        self.import_document(collection, doc_id, content_hash, chunks, vectors, source=source)
+        self.import_document(collection, doc_id, content_hash, chunks, vectors, source=source, source_url=source_url)
+
+    def set_source_url(self, collection: str, doc_id: str, source_url: str) -> None:
+        """Rewrite the document's record only (the chunks are not touched)."""
+        record = self._document_records(collection).get(doc_id)
+        if record is None:
+            raise KeyError(f"no document {doc_id!r} in collection {collection!r}")
+        self.ensure_schema()  # a class from before source_url existed gets the property first
+        self._write_record(
+            collection, doc_id, record.content_hash, record.chunks, record.source, record.ingested_at, source_url
+        )
 
     @_writes
     def import_document(
@@ -595,6 +615,7 @@ class WeaviateIndex:
         *,
         source: str = "",
         ingested_at: str = "",
+        source_url: str = "",
     ) -> None:
         """Replace one document with chunks whose vectors are given (row i = chunk i).
 
@@ -632,7 +653,7 @@ class WeaviateIndex:
         _delete_all(chunk_handle, stale, f"chunk(s) of the previous version of {collection}/{doc_id}",
                     "the document's recorded hash is unchanged, so the next ingest retries it")
         ingested_at = ingested_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self._write_record(collection, doc_id, content_hash, len(chunks), source, ingested_at)
+        self._write_record(collection, doc_id, content_hash, len(chunks), source, ingested_at, source_url)
 
     def _insert(self, collection, doc_id, handle, chunks, content_hash, vectors, on_batch) -> None:
         from weaviate.classes.data import DataObject
@@ -668,13 +689,14 @@ class WeaviateIndex:
             raise WeaviateImportError(collection, doc_id, failures)
 
     def _write_record(
-        self, collection: str, doc_id: str, content_hash: str, count: int, source: str, ingested_at: str
+        self, collection: str, doc_id: str, content_hash: str, count: int, source: str, ingested_at: str,
+        source_url: str = "",
     ) -> None:
         from weaviate.classes.data import DataObject
 
         record = DataObject(
             properties={"collection": collection, "doc_id": doc_id, "content_hash": content_hash, "chunk_count": count,
-                        "source": source, "ingested_at": ingested_at},
+                        "source": source, "ingested_at": ingested_at, "source_url": source_url},
             uuid=chunk_uuid(collection, f"document:{doc_id}"),
         )
         from weaviate.exceptions import WeaviateBaseError
@@ -758,21 +780,25 @@ def copy_collection(
     rows: dict[str, list[int]] = {}
     for row, chunk in enumerate(chunks):
         rows.setdefault(chunk.doc_id, []).append(row)
-    already = target.documents(collection)
+    already = {d.doc_id: d for d in target.document_info(collection)}
     info = {d.doc_id: d for d in source.document_info(collection)}
     copied = unchanged = chunk_count = 0
     for doc_id, content_hash in documents.items():
         doc_rows = rows.get(doc_id, [])
-        if already.get(doc_id) == content_hash:
+        recorded = info.get(doc_id)
+        there = already.get(doc_id)
+        if there is not None and there.content_hash == content_hash:
             unchanged += 1
+            if recorded is not None and recorded.source_url != there.source_url:  # relinked since
+                target.set_source_url(collection, doc_id, recorded.source_url)
             if on_chunks is not None:
                 on_chunks(len(doc_rows))
             continue
-        recorded = info.get(doc_id)
         target.import_document(
             collection, doc_id, content_hash, [chunks[r] for r in doc_rows],
             vectors[doc_rows] if doc_rows else None, on_batch=on_chunks,
             source=recorded.source if recorded else "", ingested_at=recorded.ingested_at if recorded else "",
+            source_url=recorded.source_url if recorded else "",
         )
         copied += 1
         chunk_count += len(doc_rows)

@@ -50,9 +50,13 @@ def test_index_build_is_idempotent(built):
 def test_the_manifest_documents_keep_their_ids_and_record_their_files(built):
     listing = CliRunner().invoke(app, ["index", "documents", "ll144"], env={**built, "COLUMNS": "250"})
     assert listing.exit_code == 0, listing.output
-    rows = {line.split("│")[1].strip(): line for line in listing.output.splitlines() if line.count("│") == 6}
+    lines = [line for line in listing.output.splitlines() if line.count("│") == 7]
+    rows = {line.split("│")[1].strip(): line for line in lines if line.split("│")[1].strip()}
     assert set(rows) == {"ll144-definitions", "ll144-rules"}
     assert "LL144_rules.pdf" in rows["ll144-rules"]
+    # where their citations link to: the manifest's patterns (nothing stored in the index)
+    links = "".join(line.split("│")[6].strip() for line in lines)
+    assert "rules.cityofnewyork.us" in links and "legistar.council.nyc.gov" in links and "(bot/corpora.toml)" in links
 
 
 def test_ask_json_in_a_new_process(built):
@@ -71,6 +75,13 @@ def test_ask_json_in_a_new_process(built):
     for citation in record["citations"]:
         assert citation["quote"] in texts[citation["chunk_id"]]
         assert citation["label"].startswith(("Admin. Code §", "6 RCNY §"))
+        # links to the official text (bot/corpora.toml): the codified code or DCWP's rule page
+        code = citation["label"].startswith("Admin. Code")
+        assert citation["url"] == (NYC_CODE if code else NYC_RULE), citation
+
+
+NYC_CODE = "https://codelibrary.amlegal.com/codes/newyorkcity/latest/NYCadmin/0-0-0-1"
+NYC_RULE = "https://rules.cityofnewyork.us/rule/automated-employment-decision-tools-updated/"
 
 
 def test_out_of_scope_question_is_refused(built):

@@ -490,3 +490,29 @@ def test_a_failed_first_write_leaves_no_collection_folder(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         EmbeddedIndex(tmp_path / "index", embedder=Interrupted()).replace_document(COLL, "law", "h2", LAW)
     assert [d.doc_id for d in reopen(good).document_info(COLL)] == ["rules"]
+
+
+# -- documents: where their citations link to (hypa ingest --source-url) ------------------------------
+
+
+def test_a_documents_source_url_is_recorded_and_changed_without_touching_its_chunks(tmp_path):
+    counting = CountingEmbedder()
+    idx = EmbeddedIndex(tmp_path / "index", embedder=counting)
+    idx.replace_document(COLL, "rules", "h-rules-1", RULES, source="/docs/rules.md",
+                         source_url="https://x.example/rules#s{section}")
+    idx.replace_document(COLL, "law", "h-law-1", LAW, source="/docs/law.md")
+    info = {d.doc_id: d for d in reopen(idx).document_info(COLL)}
+    assert info["rules"].source_url == "https://x.example/rules#s{section}" and info["law"].source_url == ""
+    embedded, ingested_at, chunks = len(counting.passages), info["rules"].ingested_at, reopen(idx).chunks(COLL)
+
+    idx.set_source_url(COLL, "rules", "https://x.example/new.pdf")
+    info = {d.doc_id: d for d in reopen(idx).document_info(COLL)}
+    assert info["rules"].source_url == "https://x.example/new.pdf"
+    # the same document otherwise: hash, file, time, chunks; nothing embedded again
+    rules = info["rules"]
+    assert (rules.content_hash, rules.source, rules.ingested_at) == ("h-rules-1", "/docs/rules.md", ingested_at)
+    assert reopen(idx).chunks(COLL) == chunks and len(counting.passages) == embedded
+    idx.set_source_url(COLL, "rules", "")
+    assert {d.doc_id: d.source_url for d in reopen(idx).document_info(COLL)} == {"law": "", "rules": ""}
+    with pytest.raises(KeyError, match="no document 'nope'"):
+        idx.set_source_url(COLL, "nope", "https://x.example/")

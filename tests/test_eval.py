@@ -142,6 +142,7 @@ def test_gold_fields_never_reach_answerer_or_output(tmp_path):
         "chunk_id": "c1",
         "label": "§ c1",
         "quote": "conducted no more than one year",
+        "url": "",  # where it links to (core/links.py): this toy document has no link
     }
     assert rows[0]["contexts"][0]["chunk_id"] == "c1" and rows[0]["contexts"][0]["kind"] == "chunk"
     assert rows[0]["usage"] == {

@@ -75,13 +75,13 @@ def one_line(output: str) -> str:
 
 
 def listed(hypa, collection: str) -> dict[str, list[str]]:
-    """`hypa index documents` as {document: [chunks, sha256, ingested at, source]} (table rows)."""
+    """`hypa index documents` as {document: [chunks, sha256, ingested at, source, link]} (table rows)."""
     result = hypa("index", "documents", collection)
     assert result.exit_code == 0, result.output
     rows = {}
     for line in result.stdout.splitlines():
         cells = [c.strip() for c in line.strip("│").split("│")]
-        if len(cells) == 5 and cells[1].isdigit():
+        if len(cells) >= 5 and cells[1].isdigit():
             rows[cells[0]] = cells[1:]
     return rows
 
@@ -125,7 +125,8 @@ def test_documents_lists_hash_chunks_time_and_source(hypa, tmp_path):
 
     a = rules(tmp_path / "a" / "rules.md", "widget")
     hypa("ingest", str(a), "-c", "X")
-    [(doc_id, (chunks, sha, ingested_at, source))] = listed(hypa, "X").items()
+    [(doc_id, (chunks, sha, ingested_at, source, link))] = listed(hypa, "X").items()
+    assert link == "-"  # no --source-url, no manifest entry: citations do not link
     assert doc_id == "rules" and int(chunks) >= 1
     assert sha == hashlib.sha256(a.read_bytes()).hexdigest()[:12]
     assert ingested_at[:2] == "20" and source.replace(" ", "").endswith("a/rules.md")
@@ -308,3 +309,77 @@ def test_a_corrupt_pdf_prints_one_line_in_a_real_process(tmp_path):
     said = [line for line in proc.stderr.splitlines()
             if line.strip() and "━" not in line and not line.startswith("corrupt.pdf: reading")]
     assert len(said) == 1 and said[0].startswith(f"failed {corrupt}"), said
+
+
+# --- links to the official text (hypa ingest --source-url) -----------------------------------------
+
+
+def cited_urls(hypa, question: str) -> list[tuple[str, str]]:
+    """(label, url) of each citation of `hypa ask --json`."""
+    result = hypa("ask", question, "-c", "X", "--json")
+    assert result.exit_code == 0, result.output
+    citations = json.loads(result.stdout)["citations"]
+    assert citations, result.stdout
+    return [(c["label"], c["url"]) for c in citations]
+
+
+def test_source_url_links_the_citations_of_a_document_and_is_kept_changed_or_removed(hypa, tmp_path):
+    from core.links import label_values
+
+    a = rules(tmp_path / "a" / "rules.md", "widget")
+    added = hypa("ingest", str(a), "-c", "X", "--source-url", "https://example.com/rules#section-{section}")
+    assert added.exit_code == 0 and "links to https://example.com/rules#section-{section}" in one_line(added.output)
+    assert listed(hypa, "X")["rules"][4] == "https://example.com/rules#section-{section}"
+    for label, url in cited_urls(hypa, "What must every widget be before any sale?"):
+        assert url == f"https://example.com/rules#section-{label_values(label)['section']}", label
+
+    # The same file again: without --source-url it keeps its link; with another, only the record changes.
+    assert "unchanged rules.md" in one_line(hypa("ingest", str(a), "-c", "X").output)
+    assert listed(hypa, "X")["rules"][4] == "https://example.com/rules#section-{section}"
+    relinked = hypa("ingest", str(a), "-c", "X", "--source-url", "https://example.com/rules.pdf")
+    assert "unchanged rules.md as 'rules' (links to https://example.com/rules.pdf)" in one_line(relinked.output)
+    assert {url for _, url in cited_urls(hypa, "What must every widget be before any sale?")} == {"https://example.com/rules.pdf"}
+    # A changed file keeps the link too; "" removes it.
+    rules(a, "doohickey")
+    assert "replaced rules.md" in one_line(hypa("ingest", str(a), "-c", "X").output)
+    assert listed(hypa, "X")["rules"][4] == "https://example.com/rules.pdf"
+    removed = hypa("ingest", str(a), "-c", "X", "--source-url", "")
+    assert "link removed" in one_line(removed.output)
+    assert {url for _, url in cited_urls(hypa, "What must every doohickey be before any sale?")} == {""}
+
+
+def test_a_bad_source_url_is_one_line_and_ingests_nothing(hypa, tmp_path):
+    a = rules(tmp_path / "a" / "rules.md", "widget")
+    bad = hypa("ingest", str(a), "-c", "X", "--source-url", "https://example.com/#{chapter}")
+    assert bad.exit_code == 1 and "unknown placeholder {chapter}" in one_line(bad.output)
+    bad = hypa("ingest", str(a), "-c", "X", "--source-url", "example.com/rules")
+    assert bad.exit_code == 1 and "not an http(s) address" in one_line(bad.output)
+    two = hypa("ingest", str(a), str(rules(tmp_path / "b" / "rules.md", "gadget")), "-c", "X",
+               "--source-url", "https://example.com/")
+    assert two.exit_code == 1 and "--source-url takes exactly one file" in one_line(two.output)
+    assert hypa("index", "documents", "X").exit_code == 1  # the collection was never created
+
+
+def test_manifest_documents_link_from_the_manifest_without_re_ingesting(hypa):
+    """An index built before links existed (no source_url recorded) links by bot/corpora.toml."""
+    from tests.helpers import make_chunk
+
+    hypa("index", "list")  # builds Components once
+    components = hypa.components[-1]
+    chunks = [
+        make_chunk("6 RCNY § 5-301(b)", "(b) Where an AEDT is used to screen candidates, a bias audit must "
+                   "calculate the selection rate for each category.", collection="ll144", doc_id="ll144-rules"),
+        make_chunk("Admin. Code § 20-871(a)", "(a) It shall be unlawful for an employer to use an automated "
+                   "employment decision tool unless it has been the subject of a bias audit.",
+                   collection="ll144", doc_id="ll144-rules"),
+    ]
+    components.index.replace_document("ll144", "ll144-rules", "h1", chunks)
+    result = hypa("ask", "Is it unlawful to use an automated employment decision tool without a bias audit?",
+                  "-c", "ll144", "--json")
+    urls = {c["label"]: c["url"] for c in json.loads(result.stdout)["citations"]}
+    assert urls.get("Admin. Code § 20-871(a)") == "https://codelibrary.amlegal.com/codes/newyorkcity/latest/NYCadmin/0-0-0-1"
+    assert set(urls.values()) <= {
+        "https://codelibrary.amlegal.com/codes/newyorkcity/latest/NYCadmin/0-0-0-1",
+        "https://rules.cityofnewyork.us/rule/automated-employment-decision-tools-updated/",
+    }
+    assert "(bot/corpora.toml)" in one_line(hypa("index", "documents", "ll144").output)

@@ -656,3 +656,15 @@ def test_shutdown_waits_for_answers_in_flight(tmp_path, own_fake):
     for body in bodies:
         assert [m for m in fake.thread("C0GENERAL", body["event"]["ts"]) if m.edits], "an answer was lost"
     assert len(fake.calls_to("chat.update")) == 5
+
+
+def test_sources_link_to_the_official_text(tmp_path, own_fake):
+    """A document ingested with --source-url: each source in the answer is a mrkdwn link to it."""
+    with running_bot(tmp_path, own_fake) as running:
+        running.components.index.set_source_url("toy", "toy-doc", "https://toy.example/code?v=2&s={section}")
+        _, message = ask(running, own_fake)
+        text = shown_text(message.blocks)
+        assert "*[1]* <https://toy.example/code?v=2&amp;s=1-103|Toy Code § 1-103>" in text
+        answer_id = buttons(message.blocks)[ACTION_UPVOTE]
+        [cited] = [c for c in running.store.get_answer(answer_id).record.citations if c.label == "Toy Code § 1-103"]
+        assert cited.url == "https://toy.example/code?v=2&s=1-103"  # stored with the answer

@@ -662,3 +662,16 @@ def test_a_long_outage_stays_a_few_log_lines(caplog):
     assert [int(line.split(", ")[1].split(" ")[0]) for line in lines[:-1]] == [1, 2, 4, 8, 16, 32]
     assert "retrying in 30 s" in lines[-2] and lines[-1].endswith("after 40 failed poll(s)")
     assert health.failures == 0 and health.next_delay_s == 0
+
+
+def test_sources_link_to_the_official_text_in_html_telegram_accepts(tmp_path, fake):
+    from core.links import CitationLinks, DocumentLinks, LinkingGenerator
+    from tests.fakes.telegram_server import telegram_html
+
+    links = CitationLinks(lambda collection: {"toy-doc": DocumentLinks.single('https://toy.example/code?v=2&s={section}')})
+    bot = BotProcess(tmp_path, fake, generator=LinkingGenerator(toy_generator(), links))
+    with bot.running():
+        fake.push_updates(message(update_id=1, message_id=10, chat=CHAT, text="What is the civil penalty for a first violation?"))
+        answer = answers_in(fake, CHAT["id"])[0]
+        assert ("https://toy.example/code?v=2&s=1-103", "Toy Code § 1-103") in telegram_html(answer["text"]).links
+        assert '<a href="https://toy.example/code?v=2&amp;s=1-103">Toy Code § 1-103</a>' in answer["text"]

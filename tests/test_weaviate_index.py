@@ -629,3 +629,45 @@ def test_weaviate_errors_do_not_leak_through_the_index_interface(index, fake, ca
         call(index)
     assert isinstance(caught.value, WeaviateRequestError) and not isinstance(caught.value, WeaviateBaseError)
     assert "Weaviate" in str(caught.value)
+
+
+# -- documents: where their citations link to (hypa ingest --source-url) ------------------------------
+
+
+def test_a_documents_source_url_is_recorded_and_changed_by_rewriting_only_its_record(index, fake):
+    index.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS, source="/docs/toy.md",
+                           source_url="https://x.example/toy#s{section}")
+    [info] = index.document_info("toy")
+    assert info.source_url == "https://x.example/toy#s{section}"
+    chunk_objects = {o.uuid: dict(o.properties) for o in fake.objects("HypaChunk")}
+    index.set_source_url("toy", "toy-doc", "https://x.example/new.pdf")
+    [changed] = index.document_info("toy")
+    assert changed == replace(info, source_url="https://x.example/new.pdf")
+    assert {o.uuid: dict(o.properties) for o in fake.objects("HypaChunk")} == chunk_objects
+    with pytest.raises(KeyError, match="no document 'nope'"):
+        index.set_source_url("toy", "nope", "https://x.example/")
+
+
+def test_a_document_class_without_source_url_gets_it_added(fake):
+    old = make_index(fake)
+    schema = document_schema_without_source(old.document_class)
+    schema["properties"] = [p for p in schema["properties"] if p.name != "source_url"]
+    old.client.collections.create(**schema)
+    old.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS, source_url="https://x.example/toy")
+    assert "source_url" in {p["name"] for p in fake.state.schemas[old.document_class]["properties"]}
+    assert old.document_info("toy")[0].source_url == "https://x.example/toy"
+    old.close()
+
+
+def test_migrate_keeps_each_documents_source_url(fake, tmp_path):
+    source = EmbeddedIndex(tmp_path / "index", embedder=HashingEmbedder(32))
+    source.replace_document("toy", "toy-doc", "h1", TOY_CHUNKS, source_url="https://x.example/toy#p{page}")
+    target = make_index(fake)
+    copy_collection(source, target, "toy")
+    assert target.document_info("toy")[0].source_url == "https://x.example/toy#p{page}"
+    # a link changed after the migration is carried over by the next one, without copying the chunks
+    source.set_source_url("toy", "toy-doc", "https://x.example/other")
+    outcome = copy_collection(source, target, "toy")
+    assert (outcome.documents_unchanged, outcome.chunks_copied) == (1, 0)
+    assert target.document_info("toy")[0].source_url == "https://x.example/other"
+    target.close()

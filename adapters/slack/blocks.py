@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from adapters.citations import sources
-from adapters.slack.text import answer_mrkdwn, escape_mrkdwn, split_text
+from adapters.slack.text import answer_mrkdwn, escape_mrkdwn, link_mrkdwn, split_text
 from core.conversation import Rating, Reply
 
 SECTION_CHARS = 3000
@@ -17,6 +17,9 @@ MAX_BLOCKS = 50
 FALLBACK_CHARS = 3000
 QUOTE_CHARS = 200
 MAX_SOURCES = 10
+# A source line longer than this (many long links under one number) shows its labels without links, so
+# that line and its quote fit one section and no cut falls inside `<url|label>`.
+LINKS_CHARS = SECTION_CHARS - QUOTE_CHARS - 20
 
 ACTION_UPVOTE = "feedback_up"
 ACTION_DOWNVOTE = "feedback_down"
@@ -64,12 +67,15 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def source_lines(reply: Reply) -> list[str]:
-    """One line per cited number: "*[1]* label — “quote”" (a number citing two provisions lists both;
-    the quote only when the answer does not show it already)."""
+    """One line per cited number: "*[1]* <url|label> — “quote”" (a number citing two provisions lists
+    both; a label links to the official text when it has an address; the quote only when the answer
+    does not show it already)."""
     listed = sources(reply.citations, reply.text)
     lines = []
     for source in listed[:MAX_SOURCES]:
-        line = f"*[{source.n}]* " + "; ".join(escape_mrkdwn(label) for label in source.labels)
+        line = f"*[{source.n}]* " + "; ".join(link_mrkdwn(label, url) for label, url in source.linked())
+        if len(line) > LINKS_CHARS:  # a section would cut it inside a link's markup: labels alone
+            line = f"*[{source.n}]* " + "; ".join(escape_mrkdwn(label) for label in source.labels)
         if source.quote:
             line += f" — _“{escape_mrkdwn(_shorten(source.quote, QUOTE_CHARS))}”_"
         lines.append(line)

@@ -51,6 +51,16 @@ def escape_mrkdwn(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def link_mrkdwn(label: str, url: str) -> str:
+    """`<url|label>` (the label alone without a url). Both escaped: `& < >` as entities, and in the
+    address `|` `<` `>` `"` percent-encoded, since they would end the link markup."""
+    shown = escape_mrkdwn(label)
+    if not url:
+        return shown
+    target = url.replace("|", "%7C").replace("<", "%3C").replace(">", "%3E").replace('"', "%22").replace(" ", "%20")
+    return f"<{escape_mrkdwn(target)}|{shown}>"
+
+
 def answer_mrkdwn(text: str) -> str:
     """An answer for a mrkdwn section: escaped, Markdown **bold** turned into Slack's *bold*."""
     return _MARKDOWN_BOLD.sub(r"*\1*", escape_mrkdwn(text))

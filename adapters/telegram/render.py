@@ -78,7 +78,7 @@ def render_reply(reply: Reply, limit: int = TELEGRAM_TEXT_LIMIT) -> RenderedRepl
     blocks = [_escape(piece) for piece in split_plain(clean(reply.text).strip() or "(no answer)", limit)]
     if reply.note:
         blocks.append(f"<i>{_escape(_shorten(clean(reply.note), 300))}</i>")
-    blocks.extend(_source_blocks(reply))
+    blocks.extend(_source_blocks(reply, limit))
     return RenderedReply(parts=pack_blocks(blocks, limit), keyboard=feedback_keyboard(reply.answer_id))
 
 
@@ -87,17 +87,31 @@ def render_plain(text: str, limit: int = TELEGRAM_TEXT_LIMIT) -> list[str]:
     return pack_blocks([_escape(p) for p in split_plain(clean(text).strip() or "…", limit)], limit)
 
 
-def _source_blocks(reply: Reply) -> list[str]:
-    """One block per cited number; its quote only when the answer does not show it already."""
+def _source_blocks(reply: Reply, limit: int = TELEGRAM_TEXT_LIMIT) -> list[str]:
+    """One block per cited number; its quote only when the answer does not show it already. A block
+    is never split (a cut could fall inside a tag): one whose links would not fit a message shows its
+    labels without them."""
     if not reply.citations:
         return []
     blocks = ["<b>Sources</b>"]
     for source in sources(reply.citations, reply.text):
-        labels = "; ".join(_escape(_shorten(clean(label), LABEL_CHARS)) for label in source.labels)
-        head = f"[{source.n}] <b>{labels}</b>"
         quote = _shorten(" ".join(clean(source.quote).split()), QUOTE_CHARS)
-        blocks.append(f"{head}\n<i>“{_escape(quote)}”</i>" if quote else head)
+        for with_links in (True, False):
+            labels = "; ".join(_link(_shorten(clean(label), LABEL_CHARS), url if with_links else "")
+                               for label, url in source.linked())
+            head = f"[{source.n}] <b>{labels}</b>"
+            block = f"{head}\n<i>“{_escape(quote)}”</i>" if quote else head
+            if utf16_len(block) <= limit:
+                break
+        blocks.append(block)
     return blocks
+
+
+def _link(label: str, url: str) -> str:
+    """The label as a link to its official text (escaped, the address as an attribute), or alone."""
+    if not url:
+        return _escape(label)
+    return f'<a href="{html.escape(clean(url), quote=True)}">{_escape(label)}</a>'
 
 
 def _shorten(text: str, n: int) -> str:

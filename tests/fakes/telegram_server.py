@@ -17,16 +17,22 @@ as the message's `reply_markup`; a ForceReply, which Telegram never echoes, as `
 editMessageText, editMessageReplyMarkup (an edit that changes nothing is Telegram's 400 "message is not modified"),
 deleteMessage, answerCallbackQuery, sendChatAction, setWebhook, deleteWebhook, getWebhookInfo,
 setMessageReaction. Every call is recorded; an unknown method is a 404 (an unscripted call is a test bug).
+
+Text sent with `parse_mode=HTML` is checked like Telegram checks it (telegram_html): only its tags,
+properly nested, `<a>` with an href, `& < >` escaped; anything else is Telegram's 400 "can't parse
+entities". Messages keep the HTML as their `text`; `telegram_html(text).links` lists its links.
 """
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl
@@ -196,8 +202,8 @@ class FakeTelegram(LocalHTTPFake):
 
         return {
             "getMe": lambda p: ok(self.bot_user),
-            "sendMessage": lambda p: ok(self._send(p)),
-            "editMessageText": self._edit,
+            "sendMessage": lambda p: _unparsable(p) or ok(self._send(p)),
+            "editMessageText": lambda p: _unparsable(p) or self._edit(p),
             "editMessageReplyMarkup": self._edit_markup,
             "deleteMessage": self._delete,
             "answerCallbackQuery": lambda p: ok(True),
@@ -287,6 +293,82 @@ class FakeTelegram(LocalHTTPFake):
         if "callback_query" in update and "message" in update["callback_query"]:
             chat = update["callback_query"]["message"]["chat"]
             self._chats[chat["id"]] = chat
+
+
+# --- parse_mode=HTML, as Telegram reads it (core.telegram.org/bots/api#html-style) ----------------------
+
+_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a", "code", "pre",
+         "blockquote", "tg-emoji"}
+_ENTITY = re.compile(r"&(?:lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);")
+
+
+class TelegramHTMLError(ValueError):
+    pass
+
+
+@dataclass
+class TelegramHTML:
+    text: str = ""  # what the chat shows
+    links: list[tuple[str, str]] = field(default_factory=list)  # (href, the linked text)
+
+
+class _HTMLReader(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.out = TelegramHTML()
+        self.open: list[tuple[str, str, int]] = []  # (tag, href, where its text starts)
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in _TAGS:
+            raise TelegramHTMLError(f"unsupported start tag \"{tag}\"")
+        href = dict(attrs).get("href") or ""
+        if tag == "a" and not href:
+            raise TelegramHTMLError("a link without href")
+        self.open.append((tag, href, len(self.out.text)))
+
+    def handle_endtag(self, tag):
+        if not self.open or self.open[-1][0] != tag:
+            raise TelegramHTMLError(f"unmatched end tag \"{tag}\"")
+        _, href, start = self.open.pop()
+        if tag == "a":
+            self.out.links.append((href, self.out.text[start:]))
+
+    def handle_data(self, data):
+        if "<" in data or ">" in data:
+            raise TelegramHTMLError("unescaped < or >")
+        self.out.text += data
+
+    def handle_entityref(self, name):
+        if name not in ("lt", "gt", "amp", "quot"):
+            raise TelegramHTMLError(f"unsupported entity &{name};")
+        self.out.text += {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}[name]
+
+    def handle_charref(self, name):
+        self.out.text += chr(int(name[1:], 16) if name[0] in "xX" else int(name))
+
+
+def telegram_html(text: str) -> TelegramHTML:
+    """What Telegram makes of `text` with parse_mode=HTML (TelegramHTMLError where it refuses it)."""
+    for m in re.finditer("&", text):
+        if not _ENTITY.match(text, m.start()):
+            raise TelegramHTMLError(f"unescaped & at byte offset {m.start()}")
+    reader = _HTMLReader()
+    reader.feed(text)
+    reader.close()
+    if reader.open:
+        raise TelegramHTMLError(f"can't find end tag corresponding to start tag \"{reader.open[-1][0]}\"")
+    return reader.out
+
+
+def _unparsable(p: dict) -> tuple[int, dict] | None:
+    """Telegram's 400 for HTML text it cannot parse, else None."""
+    if str(p.get("parse_mode", "")).upper() != "HTML":
+        return None
+    try:
+        telegram_html(p.get("text", ""))
+    except TelegramHTMLError as exc:
+        return 400, {"ok": False, "error_code": 400, "description": f"Bad Request: can't parse entities: {exc}"}
+    return None
 
 
 def _parse_params(content_type: str, raw: bytes) -> dict[str, Any]:
