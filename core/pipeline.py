@@ -239,7 +239,7 @@ class AnswerPipeline:
         t = clock.lap("classify", t)
         queries = [plan.text, *rewrite.sub_queries[: params.q - 1]]
         query_vector = None if vectors is None else vectors[0]
-        if params.ranking == "provisions" and self.provisions is not None and vectors is not None:
+        if params.ranking == "provisions" and self.provisions is not None and vectors is not None and query_vector is not None:
             pieces = vectors[1 + len(rewrite.sub_queries) :]
             contexts = self._rank_provisions(plan, collection, query_vector, pieces, params)
         else:

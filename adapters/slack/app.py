@@ -294,7 +294,8 @@ class SlackBot:
     async def _on_command(self, ack, body: dict, command: dict) -> None:
         """`/hypa <question>`: recorded with its lease, then acknowledged (an ephemeral "Looking that
         up…", within Slack's 3 s) and answered to the asker only through the command's response_url."""
-        question = to_question(command.get("text") if isinstance(command.get("text"), str) else "")
+        text = command.get("text")
+        question = to_question(text if isinstance(text, str) else "")
         if not question:
             await ack(text=COMMAND_HELP.format(command=self.config.command), response_type="ephemeral")
             return

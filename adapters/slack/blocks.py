@@ -23,7 +23,7 @@ LINKS_CHARS = SECTION_CHARS - QUOTE_CHARS - 20
 
 ACTION_UPVOTE = "feedback_up"
 ACTION_DOWNVOTE = "feedback_down"
-FEEDBACK_ACTIONS = {ACTION_UPVOTE: 1, ACTION_DOWNVOTE: -1}
+FEEDBACK_ACTIONS: dict[str, Rating] = {ACTION_UPVOTE: 1, ACTION_DOWNVOTE: -1}
 ACTION_ASK_PERSON = "ask_person"  # posts the exchange to the review channel
 ACTION_SHARE = "share_answer"  # on a private (/hypa) answer: post it in the channel
 

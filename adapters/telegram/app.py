@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from telegram import Update
@@ -103,7 +104,7 @@ def telegram_lifespan(
                 else:
                     assert application.updater is not None
                     await application.updater.start_polling(
-                        allowed_updates=ALLOWED_UPDATES, timeout=config.poll_timeout_s,
+                        allowed_updates=ALLOWED_UPDATES, timeout=timedelta(seconds=config.poll_timeout_s),
                         error_callback=polling.failed if polling is not None else None,
                     )
                 yield

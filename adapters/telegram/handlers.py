@@ -54,6 +54,7 @@ from core.conversation import (
     Delivery,
     FeedbackEvent,
     IncomingMessage,
+    Rating,
     UnknownAnswer,
 )
 
@@ -275,7 +276,7 @@ class TelegramHandlers:
             return  # a reaction on some other message
         rater = str(change.user.id) if change.user else f"chat:{change.actor_chat.id if change.actor_chat else '?'}"
         # Taking a 👍 away withdraws +1 only (a 👎 click made since stays), and vice versa.
-        withdraws = None if rating != 0 else (1 if THUMBS_UP in old else -1)
+        withdraws: Rating | None = None if rating != 0 else (1 if THUMBS_UP in old else -1)
         event = FeedbackEvent(
             answer_id=answer_id, platform=PLATFORM, rater=rater, rating=rating, source="reaction", withdraws=withdraws,
             at=change.date, order=update.update_id,  # concurrent updates may be processed out of order
@@ -333,7 +334,7 @@ def question_text(message: Message, bot_username: str | None) -> str:
     return text.strip()
 
 
-def reaction_rating(old: set[str], new: set[str]) -> int | None:
+def reaction_rating(old: set[str], new: set[str]) -> Rating | None:
     """+1 / -1 for a newly set 👍 / 👎, 0 when the rating reaction was taken away, None if unrelated."""
     up, down = THUMBS_UP in new, THUMBS_DOWN in new
     if up != down:

@@ -70,10 +70,10 @@ class ConfirmWhenRecorded:
         self._bot = bot
         self._recorder = recorder
 
-    async def get_updates(self, *args: Any, offset: int | None = None, **kwargs: Any):  # noqa: ANN201
+    async def get_updates(self, offset: int | None = None, **kwargs: Any):  # noqa: ANN201
         if offset:
             await self._recorder.wait_below(offset)
-        updates = await self._bot.get_updates(*args, offset=offset, **kwargs)
+        updates = await self._bot.get_updates(offset=offset, **kwargs)
         self._recorder.expect(u.update_id for u in updates)
         return updates
 

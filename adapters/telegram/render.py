@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from adapters.citations import sources
-from core.conversation import Reply
+from core.conversation import Rating, Reply
 
 TELEGRAM_TEXT_LIMIT = 4096
 CALLBACK_DATA_LIMIT = 64  # bytes (Bot API limit for InlineKeyboardButton.callback_data)
@@ -55,7 +55,7 @@ def feedback_callback_data(answer_id: str, rating: int) -> str | None:
     return data if len(data.encode("utf-8")) <= CALLBACK_DATA_LIMIT else None
 
 
-def parse_feedback_callback(data: str | None) -> tuple[str, int] | None:
+def parse_feedback_callback(data: str | None) -> tuple[str, Rating] | None:
     """(answer id, +1/-1) from callback data made by `feedback_callback_data`, else None."""
     parts = (data or "").split(":", 2)
     if len(parts) != 3 or parts[0] != FEEDBACK_PREFIX or parts[1] not in ("+", "-") or not parts[2]:

@@ -138,7 +138,8 @@ def insert_returning_id(conn: Connection, table: Table, values: dict[str, Any]) 
         try:
             with conn.begin_nested():
                 result = conn.execute(insert(table).values(**values))
-            return values.get(pk.name, result.inserted_primary_key[0])
+            key = result.inserted_primary_key
+            return values.get(pk.name, key[0] if key else None)
         except IntegrityError:
             return None
     statement = dialect_insert(table).values(**values).on_conflict_do_nothing()

@@ -27,7 +27,10 @@ def run_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    url = config.get_main_option("sqlalchemy.url")
+    if not url:  # storage.sql.migrate always sets it; a hand-run alembic without one is told so
+        raise RuntimeError("no sqlalchemy.url: run migrations through hypa (HYPA_DATABASE_URL)")
+    engine = create_engine(url)
     with engine.begin() as conn:
         _run(conn)
     engine.dispose()
