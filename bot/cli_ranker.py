@@ -22,6 +22,11 @@ def ranker_train(
     ),
     out_path: Path = typer.Option(..., "--out", "-o", help="Where to write the weights (JSON)."),
     l2: float = typer.Option(1e-3, "--l2", min=0.0, help="L2 penalty on the weights."),
+    extend: Path | None = typer.Option(
+        None, "--extend",
+        help="A weights file to extend: its weights are kept and only features it has no weight for are "
+        "fitted (a new signal added without moving how everything else is ranked).",
+    ),
 ) -> None:
     """Learn which provisions to read and which sentences to quote from questions with evidence.
 
@@ -33,8 +38,9 @@ def ranker_train(
     import numpy as np
 
     from bot.wiring import Components
+    from core.errors import ModelWeightsError
     from core.extractive import SENTENCE_FEATURES
-    from core.linear import LinearModel, save_models
+    from core.linear import LinearModel, known_weights, save_models
     from core.ranking import FEATURES
     from core.ranking_train import fit_model, holds_span, read_training_questions, shares_span
 
@@ -47,6 +53,12 @@ def ranker_train(
         fail(f"cannot read the questions: {exc}")
     if not rows:
         fail("no answerable question with evidence in those files")
+    keep: dict[str, dict[str, float]] = {"provisions": {}, "sentences": {}}
+    if extend is not None:
+        try:
+            keep = {name: known_weights(extend, name) for name in keep}
+        except ModelWeightsError as exc:
+            fail(str(exc))
     settings = load_settings()
     blank = {"provisions": LinearModel(FEATURES, np.zeros(len(FEATURES), dtype=np.float32)),
              "sentences": LinearModel(SENTENCE_FEATURES, np.zeros(len(SENTENCE_FEATURES), dtype=np.float32))}
@@ -60,7 +72,9 @@ def ranker_train(
 
     with _bar() as bar:
         task = bar.add_task("provisions", total=len(rows))
-        provisions, provision_data = fit_model(FEATURES, rows, provision_rows, holds_span, l2, lambda: bar.advance(task))
+        provisions, provision_data = fit_model(
+            FEATURES, rows, provision_rows, holds_span, l2, lambda: bar.advance(task), keep=keep["provisions"]
+        )
     # The sentences are learned on what the new provision model retrieves.
     trained = Components(settings, overrides={"models": {**blank, "provisions": provisions}})
     pipeline, generator = trained.pipeline, trained.generator
@@ -72,9 +86,12 @@ def ranker_train(
 
     with _bar() as bar:
         task = bar.add_task("sentences", total=len(rows))
-        sentences, sentence_data = fit_model(SENTENCE_FEATURES, rows, sentence_rows, shares_span, l2, lambda: bar.advance(task))
+        sentences, sentence_data = fit_model(
+            SENTENCE_FEATURES, rows, sentence_rows, shares_span, l2, lambda: bar.advance(task), keep=keep["sentences"]
+        )
+    kept = f"; extends {extend.name} (only {_new_features(keep)} fitted)" if extend is not None else ""
     note = (
-        f"{len(rows)} questions from {', '.join(p.name for p in questions)}; l2 {l2:g}; provisions: "
+        f"{len(rows)} questions from {', '.join(p.name for p in questions)}; l2 {l2:g}{kept}; provisions: "
         f"{len(provision_data.examples)} used, sentences: {len(sentence_data.examples)} used (the others' "
         "evidence was not among what they retrieved)"
     )
@@ -105,6 +122,14 @@ def ranker_show(
         fail(str(exc))
     out.print(f"{path}: {note}")
     _print(models)
+
+
+def _new_features(keep: dict[str, dict[str, float]]) -> str:
+    from core.extractive import SENTENCE_FEATURES
+    from core.ranking import FEATURES
+
+    new = [f for f in FEATURES if f not in keep["provisions"]] + [f for f in SENTENCE_FEATURES if f not in keep["sentences"]]
+    return ", ".join(new) or "nothing"
 
 
 def _bar() -> Progress:

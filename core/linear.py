@@ -67,6 +67,19 @@ def load_model(path: Path, name: str, features: tuple[str, ...]) -> LinearModel:
     return LinearModel(features, vector)
 
 
+def known_weights(path: Path, name: str) -> dict[str, float]:
+    """Model `name`'s weights by feature as the file has them, whatever features the code computes
+    now (for extending a model with a new feature: `hypa ranker train --extend`)."""
+    models = _read(path).get("models")
+    weights = models.get(name, {}).get("weights") if isinstance(models, dict) else None
+    if not isinstance(weights, dict):
+        raise ModelWeightsError(f"{path}: no model {name!r} to extend")
+    try:
+        return {str(f): float(w) for f, w in weights.items()}
+    except (TypeError, ValueError):
+        raise ModelWeightsError(f"{path}: every weight of {name!r} must be a number") from None
+
+
 def trained_on(path: Path) -> str:
     return str(_read(path).get("trained_on", ""))
 

@@ -64,6 +64,10 @@ class QueryPlan:
     corrections: tuple[tuple[str, str], ...] = ()
     expansions: tuple[tuple[str, str], ...] = ()
     question: str = ""  # spelling corrected only: what the answer is judged against
+    # "is X high-risk?": the X asked about (one of the pieces) and the category's word stems
+    # ("high", "risk"); empty for any other question.
+    subject: str = ""
+    category: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.question:
@@ -71,13 +75,43 @@ class QueryPlan:
 
     @classmethod
     def of(cls, normalised: NormalisedQuestion) -> "QueryPlan":
+        pieces = tuple(focus_pieces(normalised.text))
+        asked = classification(normalised.text)
+        subject, category = asked if asked is not None and asked[0] in pieces else ("", frozenset())
         return cls(
             text=normalised.text,
-            pieces=tuple(focus_pieces(normalised.text)),
+            pieces=pieces,
             corrections=normalised.corrections,
             expansions=normalised.expansions,
             question=normalised.corrected,
+            subject=subject,
+            category=category,
         )
+
+
+# Words of a classification clause that say "is it in the category", not which category it is.
+_CLASSIFYING_WORDS = frozenset(content_terms(
+    "be considered count counted counts as classified qualify qualifies deemed treated fall falls under within "
+    "covered by seen regarded automatically ai system systems tool tools use uses case cases practice practices act"
+))
+# The same category in other words: what the law calls prohibited, people call banned.
+_CATEGORY_SYNONYMS = {"ban": "prohibit"}
+
+
+def classification(question: str) -> tuple[str, frozenset[str]] | None:
+    """("CV-screening tool", {"high", "risk"}) for "Is our CV-screening tool high-risk?": the thing
+    asked about and the word stems of the category it may belong to; None for other questions."""
+    for part in _CLAUSE_BREAK.split(question):
+        part = " ".join(_OPENING.sub("", _THE_LAW.sub(" ", part or "").strip()).split()).strip(" ,.;:?!\"'")
+        m = _CLASSIFY.match(part)
+        if m is None:
+            continue
+        category = frozenset(
+            _CATEGORY_SYNONYMS.get(t, t) for t in content_terms(part[m.end("subject"):]) if t not in _CLASSIFYING_WORDS
+        )
+        if category:
+            return m.group("subject").strip(" ,.;:?!"), category
+    return None
 
 
 def focus_pieces(question: str) -> list[str]:

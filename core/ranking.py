@@ -59,6 +59,7 @@ FEATURES: tuple[str, ...] = (
     "actor_defined",  # a "who / which authority" question, and the provision defines a term it uses
     "list_asked",  # a "what must it include / calculate" question, and the provision leads a list
     "definition_asked",  # a "what is / what counts as" question, and the provision is a definition
+    "listed_subject",  # "is X high-risk?": the item of a list defining that category that best matches X
 )
 ROLE_FEATURES = ("definition", "example", "recital", "commentary", "front")
 BM25_CANDIDATES = 100
@@ -68,6 +69,12 @@ BM25_CANDIDATES = 100
 _NAMED = re.compile(
     r"\b(?P<kind>Articles?|Art\.|Annex|Example|Recital|Chapter)\s*(?P<num>[0-9]+[a-z]?|[IVXLC]+)\b|§+\s*(?P<sec>\d+-\d+)",
 )
+# "AI systems referred to in Annex III", "the legislation listed in Annex I": a list the text relies on.
+_LIST_REFERENCE = re.compile(r"\b(?:referred\s+to|listed|set\s+out)\s+in\s+Annex\s+([IVXLC]+)\b")
+# Heading words that introduce a category rather than name it ("Classification rules for ...", "List of ...").
+_CLASSIFYING_HEADING = frozenset(content_terms("classification rules list of"))
+# The best and second-best matching items of each list a category relies on.
+_LIST_ITEM_SCORES = (1.0, 0.5)
 _NAME_KIND = {"article": "art", "articles": "art", "art.": "art", "annex": "annex", "example": "example",
               "recital": "recital", "chapter": "chapter"}
 
@@ -112,6 +119,7 @@ class FeatureBuilder:
         self._names = [named_provisions(c.label) for c in chunks]
         self._lists = np.array([any(leads_a_list(seg) for seg in chunk_segments(c)) for c in chunks], dtype=np.float32)
         self._col = col
+        self._category_lists = _CategoryLists(chunks)
         # Which chunks and which segments hold each term, for the key-term coverage signals.
         self._stats = TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks)
         self._chunks_with: dict[str, list[int]] = {}
@@ -167,6 +175,14 @@ class FeatureBuilder:
             x[:, col["list_asked"]] = self._lists
         if asks_definition(plan.question):
             x[:, col["definition_asked"]] = x[:, col["definition"]]
+        if plan.category and piece_vectors is not None and plan.subject in plan.pieces:
+            lists = self._category_lists.lists_for(plan.category)
+            if lists:
+                subject = self.segments.best_segment_cosines(piece_vectors[plan.pieces.index(plan.subject)])
+                for rows in lists:
+                    best = sorted(rows, key=lambda i: -subject[i])
+                    for i, value in zip(best, _LIST_ITEM_SCORES):
+                        x[i, col["listed_subject"]] = max(x[i, col["listed_subject"]], value)
         return x
 
     def _coverage(self, question: str, x: np.ndarray) -> None:
@@ -185,6 +201,46 @@ class FeatureBuilder:
         if len(in_segment):
             np.maximum.at(best, self.segments.segment_owner, in_segment)
         x[:, self._col["segment_terms"]] = best
+
+
+def _heading_subject(heading: str) -> tuple[str, ...]:
+    """The heading's word stems after words that introduce a category: what the heading is about
+    first ("Classification rules for high-risk AI systems" -> high, risk, ai, system)."""
+    terms = content_terms(heading)
+    while terms and terms[0] in _CLASSIFYING_HEADING:
+        terms = terms[1:]
+    return tuple(terms)
+
+
+class _CategoryLists:
+    """The lists that say what belongs to a category, for "is X high-risk?" questions: the provisions
+    whose heading is about the category itself (Art. 5 "Prohibited AI practices", Annex III "High-risk
+    AI systems referred to in Article 6(2)", Art. 6 "Classification rules for high-risk AI systems"),
+    not about something of it ("Obligations of providers of high-risk AI systems"), and the annexes
+    those provisions rely on ("... listed in Annex I"). Which item of such a list matches X best is
+    what answers the question."""
+
+    def __init__(self, chunks: Sequence) -> None:  # noqa: ANN001 - core.types.Chunk
+        self._by_heading: dict[str, list[int]] = {}
+        self._heading_terms: dict[str, tuple[str, ...]] = {}
+        self._annex: dict[str, list[int]] = {}
+        self._references: dict[str, set[str]] = {}
+        for i, chunk in enumerate(chunks):
+            self._by_heading.setdefault(chunk.heading, []).append(i)
+            self._heading_terms.setdefault(chunk.heading, _heading_subject(chunk.heading))
+            self._references.setdefault(chunk.heading, set()).update(_LIST_REFERENCE.findall(chunk.text))
+            for kind, number in named_provisions(chunk.label):
+                if kind == "annex":
+                    self._annex.setdefault(number, []).append(i)
+
+    def lists_for(self, category: frozenset[str]) -> list[list[int]]:
+        """The rows of each list of provisions that defines `category` (word stems)."""
+        headings = [h for h, terms in self._heading_terms.items() if h and frozenset(terms[: len(category)]) == category]
+        lists = [self._by_heading[h] for h in headings if len(self._by_heading[h]) > 1]
+        for annex in sorted({a for h in headings for a in self._references[h]}):
+            if annex in self._annex and self._annex[annex] not in lists:
+                lists.append(self._annex[annex])
+        return lists
 
 
 class ProvisionRanker:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -120,20 +120,40 @@ def listwise_loss(w: np.ndarray, examples: Sequence[tuple[np.ndarray, list[np.nd
     return float(loss), grad
 
 
-def fit_weights(data: TrainingSet, l2: float = DEFAULT_L2) -> np.ndarray:
+def fit_weights(data: TrainingSet, l2: float = DEFAULT_L2, fixed: Mapping[int, float] | None = None) -> np.ndarray:
+    """The weights minimising `listwise_loss`. `fixed` {column: weight} keeps those weights as given
+    and fits only the others: a new feature is added without moving what the model already ranks by."""
     from scipy.optimize import minimize  # scikit-learn's dependency; only needed to train
 
     if not data.examples:
         raise ValueError("no training question has evidence that a provision contains")
-    w0 = np.zeros(data.examples[0][0].shape[1], dtype=np.float64)
+    n = data.examples[0][0].shape[1]
+    fixed = dict(fixed or {})
+    free = np.array([i for i in range(n) if i not in fixed], dtype=np.int64)
+    base = np.zeros(n, dtype=np.float64)
+    for i, w in fixed.items():
+        base[i] = w
+    if not len(free):
+        return base
     examples = [(x.astype(np.float64), groups) for x, groups in data.examples]
-    result = minimize(listwise_loss, w0, args=(examples, l2), jac=True, method="L-BFGS-B")
-    return result.x
+
+    def loss(v: np.ndarray) -> tuple[float, np.ndarray]:
+        w = base.copy()
+        w[free] = v
+        value, grad = listwise_loss(w, examples, l2)
+        return value, grad[free]
+
+    result = minimize(loss, np.zeros(len(free)), jac=True, method="L-BFGS-B")
+    base[free] = result.x
+    return base
 
 
 def fit_model(
     features: tuple[str, ...], questions: Sequence[TrainingQuestion], feature_fn: FeatureFn,
     relevant: Callable[[str, str], bool], l2: float = DEFAULT_L2, progress: Callable[[], None] | None = None,
+    keep: Mapping[str, float] | None = None,
 ) -> tuple[LinearModel, TrainingSet]:
+    """`keep` {feature: weight}: weights kept as they are (see fit_weights); the rest are fitted."""
     data = build_training_set(questions, feature_fn, relevant, progress)
-    return LinearModel(features, fit_weights(data, l2).astype(np.float32)), data
+    fixed = {i: keep[f] for i, f in enumerate(features) if keep and f in keep}
+    return LinearModel(features, fit_weights(data, l2, fixed).astype(np.float32)), data

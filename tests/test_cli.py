@@ -249,6 +249,21 @@ def test_ranker_train_show_and_answer_with_the_weights(built, tmp_path: Path):
     assert set(json.loads(weights.read_text())["models"]) == {"provisions", "sentences"}
     shown = CliRunner().invoke(app, ["ranker", "show", str(weights)], env=built)
     assert shown.exit_code == 0 and "segment_terms" in shown.output and "opens_provision" in shown.output
+    # --extend: a model without one feature gets that feature fitted and keeps every other weight.
+    earlier = json.loads(weights.read_text())
+    del earlier["models"]["provisions"]["weights"]["listed_subject"]
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+    extended = tmp_path / "extended.json"
+    result = CliRunner().invoke(app, ["ranker", "train", str(questions), "--extend", str(tmp_path / "earlier.json"),
+                                      "--out", str(extended)], env=built)
+    assert result.exit_code == 0, result.output
+    models = json.loads(extended.read_text())["models"]
+    assert {f: w for f, w in models["provisions"]["weights"].items() if f != "listed_subject"} == \
+        earlier["models"]["provisions"]["weights"]
+    assert models["sentences"] == earlier["models"]["sentences"] and "listed_subject" in models["provisions"]["weights"]
+    missing = CliRunner().invoke(app, ["ranker", "train", str(questions), "--extend", str(tmp_path / "none.json"),
+                                       "--out", str(extended)], env=built)
+    assert missing.exit_code != 0 and "not found" in missing.output
     env = {**built, "HYPA_RANKER_WEIGHTS": str(weights)}
     asked = CliRunner().invoke(app, ["ask", "What is the fine for a first violation?", "--json"], env=env)
     assert asked.exit_code == 0, asked.output

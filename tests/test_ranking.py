@@ -187,3 +187,75 @@ def test_what_a_question_asks_for_and_what_a_passage_is():
     assert not asks_definition("What is the penalty for a first violation of the notice rules?")
     assert defines("The term “bias audit” means an impartial evaluation") and not defines("Sellers shall notify.")
     assert leads_a_list("a bias audit must, at a minimum:") and not leads_a_list("Sellers shall notify buyers.")
+
+
+# ----------------------------------------------------------------------- "is X high-risk?": category lists
+LIST_CHUNKS = [
+    make_chunk("Toy Act Art. 6(1)", "A widget is a risky widget where it is a safety part of a product listed in Annex I.",
+               heading="Classification rules for risky widgets"),
+    make_chunk("Toy Act Art. 6(2)", "Widgets referred to in Annex III shall be considered risky widgets.",
+               heading="Classification rules for risky widgets"),
+    make_chunk("Toy Act Art. 16", "Providers of risky widgets shall keep a log of every sale of a risky widget.",
+               heading="Obligations of providers of risky widgets"),
+    make_chunk("Toy Act Art. 17", "Providers of risky widgets shall register each risky widget they sell.",
+               heading="Obligations of providers of risky widgets"),
+    make_chunk("Toy Act Annex I(1)", "Directive on toys and games for children.", heading="List of product legislation"),
+    make_chunk("Toy Act Annex I(2)", "Regulation on medical devices and diagnostic equipment.",
+               heading="List of product legislation"),
+    make_chunk("Toy Act Annex III(1)", "Widgets used to select job applicants, to filter applications and rank candidates.",
+               heading="Risky widgets referred to in Article 6(2)"),
+    make_chunk("Toy Act Annex III(2)", "Widgets used to grade students and to assign them to schools.",
+               heading="Risky widgets referred to in Article 6(2)"),
+]
+
+
+def test_a_classification_question_names_its_subject_and_category():
+    from core.query import classification
+
+    assert classification("is our CV-screening tool high risk? it ranks applicants") == (
+        "our CV-screening tool", frozenset({"high", "risk"}))
+    assert classification("Is emotion recognition at work banned under the AI Act?") == (
+        "emotion recognition at work", frozenset({"prohibit"}))  # the law's word for what people call banned
+    assert classification("Does a resume screener count as an AEDT?") == ("a resume screener", frozenset({"aedt"}))
+    assert classification("What is an AEDT?") is None and classification("Who enforces the law?") is None
+
+
+def test_the_best_matching_item_of_each_list_defining_the_category_is_marked():
+    """'Is X a risky widget?': the lists that define risky widgets are Art. 6 (its heading classifies
+    them), Annex III (its heading is about them) and Annex I (Art. 6 relies on it); Art. 16-17 are
+    about providers of risky widgets, not a definition of them. In each list the item closest to X is
+    marked 1, the next 0.5."""
+    embed = HashingEmbedder(dim=256).embed_queries
+    builder = FeatureBuilder(SegmentIndex(LIST_CHUNKS, Vectors()))
+    plan = QueryPlan(text="Is a widget that ranks job applicants considered a risky widget?",
+                     pieces=("a widget that ranks job applicants",), subject="a widget that ranks job applicants",
+                     category=frozenset({"riski", "widget"}))
+    x = builder.build(plan, embed([plan.text])[0], embed(list(plan.pieces)), [])
+    marks = dict(zip((c.label for c in LIST_CHUNKS), x[:, FEATURES.index("listed_subject")]))
+    assert marks["Toy Act Annex III(1)"] == 1.0 and marks["Toy Act Annex III(2)"] == 0.5
+    assert {marks["Toy Act Art. 6(1)"], marks["Toy Act Art. 6(2)"]} == {1.0, 0.5}
+    assert {marks["Toy Act Annex I(1)"], marks["Toy Act Annex I(2)"]} == {1.0, 0.5}
+    assert marks["Toy Act Art. 16"] == marks["Toy Act Art. 17"] == 0.0
+    # Any other question marks nothing.
+    other = QueryPlan(text="Who keeps a log of sales?")
+    assert not builder.build(other, embed([other.text])[0], None, [])[:, FEATURES.index("listed_subject")].any()
+
+
+def test_the_plan_carries_the_subject_only_when_it_is_searched_as_a_piece():
+    from core.lexicon import NormalisedQuestion
+
+    plan = QueryPlan.of(NormalisedQuestion("Is a widget that ranks job applicants considered a risky widget?"))
+    assert plan.subject == "a widget that ranks job applicants" and plan.subject in plan.pieces
+    assert plan.category == {"riski", "widget"}
+    assert QueryPlan.of(NormalisedQuestion("Who keeps a log of sales?")).subject == ""
+
+
+def test_extending_a_model_keeps_its_weights_and_fits_only_the_new_feature():
+    rng = np.random.default_rng(2)
+    data = TrainingSet()
+    for _ in range(40):
+        x = rng.normal(size=(20, 3))
+        data.examples.append((x, [np.array([int(np.argmax(x[:, 2]))])]))  # the new feature 2 decides
+    w = fit_weights(data, l2=1e-3, fixed={0: 0.7, 1: -0.2})
+    assert (w[0], w[1]) == (0.7, -0.2) and w[2] > 1.0
+    assert list(fit_weights(data, fixed={0: 1.0, 1: 2.0, 2: 3.0})) == [1.0, 2.0, 3.0]  # nothing new: as given
