@@ -24,6 +24,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from core.ingest.references import with_cited_titles
 from core.text import quotable_spans
 from core.types import Chunk
 
@@ -38,14 +39,23 @@ def chunk_segments(chunk: Chunk) -> list[str]:
     return [chunk.text[a:b] for a, b in quotable_spans(chunk.text)]
 
 
+def search_segments(chunk: Chunk) -> list[str]:
+    """The chunk's segments as the ranker reads them: each with the titles of the units it cites, so
+    "(a) Chapters I and II shall apply from …" is about prohibited AI practices (Chapter II)."""
+    return [with_cited_titles(segment, chunk.references) for segment in chunk_segments(chunk)]
+
+
 def unit_texts(chunks: Sequence[Chunk]) -> list[str]:
-    """Every text a SegmentIndex of these chunks embeds (ingest stores them ahead of time)."""
+    """Every text a SegmentIndex of these chunks embeds, and the segments answers quote (ingest
+    stores them ahead of time)."""
     texts: list[str] = []
     for chunk in chunks:
         texts.append(chunk.search_view())
         if chunk.heading:
             texts.append(chunk.heading)
-        texts.extend(chunk_segments(chunk))
+        quoted = chunk_segments(chunk)
+        texts.extend(quoted)
+        texts.extend(t for t in search_segments(chunk) if t not in quoted)
     return texts
 
 
@@ -76,7 +86,7 @@ class SegmentIndex:
         owners: list[int] = []
         texts: list[str] = []
         for i, chunk in enumerate(self.chunks):
-            for segment in chunk_segments(chunk):
+            for segment in search_segments(chunk):
                 owners.append(i)
                 texts.append(segment)
         self.segment_owner = np.array(owners, dtype=np.int64)

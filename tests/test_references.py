@@ -1,7 +1,7 @@
 """Titles of cited units indexed with a chunk (core/ingest/references.py)."""
 from __future__ import annotations
 
-from core.ingest.references import chapter_titles, unit_titles, with_references
+from core.ingest.references import chapter_titles, unit_titles, with_cited_titles, with_references
 from tests.helpers import make_chunk
 
 TEXT = "CHAPTER II\nPROHIBITED AI PRACTICES\nArticle 5\n...\nCHAPTER V\nGENERAL-PURPOSE AI MODELS\nArticle 51\n"
@@ -29,3 +29,25 @@ def test_a_chunk_gets_the_titles_of_what_it_cites_but_not_its_own():
     assert out[3].references == "§ 20-871: Requirements"
     assert out[0].references == "" and out[0] is chunks[0]
     assert "Article 50: Transparency obligations" in out[1].search_view()
+
+
+def test_each_segment_is_searched_with_the_titles_of_what_it_cites():
+    """The ranker embeds "(a) Chapters I and II shall apply from …" with Chapter II's title, so "when do
+    the prohibited AI practices rules apply?" finds it; the quoted sentence stays as the law has it."""
+    from core.segments import chunk_segments, search_segments, unit_texts
+
+    references = "Chapter I: General provisions; Chapter II: Prohibited ai practices; Article 78: Confidentiality"
+    assert with_cited_titles("(a) Chapters I and II shall apply from six months;", references) == (
+        "(a) Chapters I and II shall apply from six months; "
+        "(Chapter I: General provisions; Chapter II: Prohibited ai practices)")
+    assert with_cited_titles("(c) Article 78 applies.", references) == "(c) Article 78 applies. (Article 78: Confidentiality)"
+    assert with_cited_titles("It applies to all.", references) == "It applies to all."  # cites nothing
+    assert with_cited_titles("See Article 7.", references) == "See Article 7."  # a unit without a known title
+    chunk = with_references(
+        [make_chunk("EU AI Act Art. 113(a)–(b)", "(a) Chapters II shall apply from six months. (b) The rest later.",
+                    heading="Entry into force")], TEXT)[0]
+    assert search_segments(chunk) == [
+        "(a) Chapters II shall apply from six months. (Chapter II: Prohibited ai practices)", "(b) The rest later."]
+    assert chunk_segments(chunk) == ["(a) Chapters II shall apply from six months.", "(b) The rest later."]
+    assert set(search_segments(chunk)) | set(chunk_segments(chunk)) <= set(unit_texts([chunk]))  # stored at ingest
+

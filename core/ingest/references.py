@@ -77,3 +77,28 @@ def with_references(chunks: Sequence[Chunk], document_text: str) -> list[Chunk]:
                         found.append(entry)
         out.append(replace(chunk, references="; ".join(found[:MAX_REFERENCES])) if found else chunk)
     return out
+
+
+def _cited(text: str) -> list[tuple[str, str]]:
+    """(kind, number) of every unit `text` cites, in order: ("Chapter", "II"), ("Article", "50"), ("§", "20-871")."""
+    found: list[tuple[str, str]] = []
+    for pattern, kind in ((_CHAPTER_REF, "Chapter"), (_ARTICLE_REF, "Article"), (_SECTION_REF, "§")):
+        for m in pattern.finditer(text):
+            found.extend((kind, number) for number in _ITEM.findall(m.group(1)))
+    return found
+
+
+def with_cited_titles(segment: str, references: str) -> str:
+    """The segment followed by the titles of the units it cites, taken from its chunk's `references`
+    ("(a) Chapters I and II shall apply from …" + "(Chapter I: General provisions; Chapter II:
+    Prohibited ai practices)"); the segment itself when it cites none of them."""
+    if not references:
+        return segment
+    titles = {}
+    for entry in references.split("; "):
+        name, _, title = entry.partition(": ")
+        kind, _, number = name.partition(" ")
+        titles[(kind, number)] = entry
+    cited = list(dict.fromkeys(titles[c] for c in _cited(segment) if c in titles))
+    return f"{segment} ({'; '.join(cited)})" if cited else segment
+
