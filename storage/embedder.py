@@ -66,7 +66,8 @@ def _read_max_seq_length(model_dir: Path, default: int = 256) -> int:
 def _read_dim(model_dir: Path) -> int:
     """Output width without loading weights: the pooling config, else the transformer's hidden size."""
     for pooling in sorted(model_dir.glob("*_Pooling/config.json")):
-        dim = _read_json(pooling).get("word_embedding_dimension")
+        config = _read_json(pooling)
+        dim = config.get("word_embedding_dimension") or config.get("embedding_dimension")  # older / newer format
         if dim:
             return int(dim)
     return int(_read_json(model_dir / "config.json")["hidden_size"])

@@ -45,6 +45,8 @@ def supports_onnx(model_dir: Path) -> bool:
             return False
         pooling_dir = model_dir / next(m["path"] for m in modules if m["type"].endswith("Pooling"))
         pooling = json.loads((pooling_dir / "config.json").read_text(encoding="utf-8"))
+        if "pooling_mode" in pooling:  # as sentence-transformers 5+ saves it (a tuned model): one mode's name
+            return pooling["pooling_mode"] in ("mean", ["mean"])
         other_modes = [k for k, v in pooling.items() if k.startswith("pooling_mode_") and v and k != "pooling_mode_mean_tokens"]
         return bool(pooling.get("pooling_mode_mean_tokens")) and not other_modes
     except (OSError, ValueError, KeyError, StopIteration):

@@ -24,6 +24,9 @@ def clean_settings(monkeypatch):
     for name in list(os.environ):
         if (name.startswith("HYPA_") and not name.startswith("HYPA_TEST_")) or name in _MACHINE_SETTINGS:
             monkeypatch.delenv(name)
+    # Tuning the embedding model before a fresh index takes minutes on the real corpora: tests that
+    # build an index do it with the package's model; tests/test_embedding_tuning.py turns it on.
+    monkeypatch.setenv("HYPA_TUNE_EMBEDDINGS", "false")
     monkeypatch.setitem(Settings.model_config, "env_file", None)
 
 
