@@ -23,8 +23,8 @@ from bot.serve_slack import (
     warm_up,
 )
 from bot.settings import Settings
-from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, envelope, mention_event
-from tests.slack_harness import toy_components, toy_settings
+from hypa_testkit.fakes.slack_server import BOT_USER_ID, FakeSlack, envelope, mention_event
+from hypa_testkit.slack_harness import toy_components, toy_settings
 
 APP_TOKEN = "xapp-1-A0APP0001-1234-abcdef"
 
@@ -275,8 +275,8 @@ def test_the_two_manifests_differ_only_in_how_slack_reaches_the_bot():
 
 def test_the_bot_calls_only_the_web_api_methods_the_manifest_covers(tmp_path, fake):
     """Drive every code path that talks to Slack and compare the methods used with BOT_API_METHODS."""
-    from tests.fakes.slack_server import block_actions, message_event, reaction_event
-    from tests.slack_harness import running_bot
+    from hypa_testkit.fakes.slack_server import block_actions, message_event, reaction_event
+    from hypa_testkit.slack_harness import running_bot
 
     with running_bot(tmp_path, fake) as bot:
         event = mention_event(f"<@{BOT_USER_ID}> What is the civil penalty for a first violation?")
@@ -297,7 +297,7 @@ def test_the_bot_calls_only_the_web_api_methods_the_manifest_covers(tmp_path, fa
 
 def _drive_the_review_loop(bot, fake, event, answer, answer_id) -> None:
     """/hypa, Share, 👎 + reason, Ask a person, and a reviewer's correction, through the bot's review channel."""
-    from tests.fakes.slack_server import block_actions, slash_command, view_submission
+    from hypa_testkit.fakes.slack_server import block_actions, slash_command, view_submission
 
     bot.server.bot.review.review_channel = "C0REVIEW1"
     bot.slack.send_command(slash_command("What is a widget audit?", response_url=fake.response_url("c1")))
@@ -369,7 +369,7 @@ def test_socket_mode_slash_command_is_acked_with_the_ephemeral_placeholder_and_a
                                                                                                   fake: FakeSlack):
     """The manifest's default: /hypa over Socket Mode, acknowledged on the socket, answered at the response_url."""
     from adapters.slack.blocks import PLACEHOLDER_TEXT
-    from tests.fakes.slack_server import slash_command
+    from hypa_testkit.fakes.slack_server import slash_command
 
     fields = slash_command("What is the civil penalty for a first violation?", response_url=fake.response_url("sm"))
     envelopes = [{"envelope_id": "env-cmd", "type": "slash_commands", "accepts_response_payload": True,

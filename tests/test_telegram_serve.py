@@ -14,7 +14,7 @@ from bot.serve_telegram import (
     telegram_config,
 )
 from bot.settings import Settings
-from tests.fakes.telegram_server import FakeTelegram
+from hypa_testkit.fakes.telegram_server import FakeTelegram
 
 
 @pytest.fixture

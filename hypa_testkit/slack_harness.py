@@ -2,7 +2,7 @@
 
 Real everything (Components, StoredConversationService, ConversationStore on SQLite, SlackBot,
 bot.http_app, uvicorn, slack_sdk's HTTP client) except the embedding model (HashingEmbedder) and
-Slack itself (tests/fakes/slack_server.py).
+Slack itself (hypa_testkit/fakes/slack_server.py).
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from bot.serve_slack import SlackServer, build_slack_server
 from bot.settings import Settings
 from bot.wiring import Components
 from core.extractive import candidate_sentences
+from hypa_testkit.fakes.slack_server import FakeSlack, SlackEvents, serve_in_thread
+from hypa_testkit.toy import TOY_CHUNKS
 from storage.embedder import HashingEmbedder
-from tests.fakes.slack_server import FakeSlack, SlackEvents, serve_in_thread
-from tests.helpers import TOY_CHUNKS
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy"
