@@ -42,6 +42,7 @@ def _serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     from bot.metrics import Metrics
+    from bot.serve_chat import build_server
     from hypa_testkit.slack_harness import toy_components, toy_settings
 
     overrides = {"delivery_lease_s": args.lease, "database_url": args.database_url}
@@ -54,16 +55,12 @@ def _serve(args: argparse.Namespace) -> None:
     components = toy_components(settings)
     if args.answer_delay > 0:
         components.pipeline.generator = SlowGenerator(components.pipeline.generator, args.answer_delay)
-    metrics = Metrics()
+    # Built as `hypa serve` builds it (bot.serve_chat.build_server); serving is uvicorn on a socket of our own.
     if args.platform == "slack":
-        from bot.serve_slack import build_slack_server
-
-        app = build_slack_server(settings, components, metrics=metrics).http_app
+        from bot.serve_slack import PLATFORM as platform
     else:
-        from bot.serve_telegram import build_telegram_server, telegram_config
-
-        service = components.conversation(metrics)
-        app = build_telegram_server(telegram_config(settings), service, metrics=metrics).http_app
+        from bot.serve_telegram import PLATFORM as platform
+    app = build_server(platform.build_server, platform.config(settings), components, Metrics()).http_app
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

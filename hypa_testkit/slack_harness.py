@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.configs import slack_config
 from bot.metrics import Metrics
+from bot.serve_chat import build_server
 from bot.serve_slack import SlackServer, build_slack_server
 from bot.settings import Settings
 from bot.wiring import Components
@@ -54,6 +56,11 @@ def toy_components(settings: Settings, *, indexed: bool = True) -> Components:
     return components
 
 
+def toy_slack_server(settings: Settings, components: Components, metrics: Metrics | None = None) -> SlackServer:
+    """The server `hypa serve slack` builds (bot.serve_chat.build_server) over `components`."""
+    return build_server(build_slack_server, slack_config(settings), components, metrics or Metrics())
+
+
 @dataclass
 class RunningBot:
     server: SlackServer
@@ -74,7 +81,7 @@ def running_bot(data_dir: Path, fake: FakeSlack, **settings_overrides) -> Iterat
     """
     settings = toy_settings(data_dir, fake.base_url, **settings_overrides)
     components = toy_components(settings)
-    server = build_slack_server(settings, components, metrics=Metrics())
+    server = toy_slack_server(settings, components)
     with serve_in_thread(server.http_app) as base_url:
         events = SlackEvents(f"{base_url}/slack/events", settings.slack_signing_secret)
         try:
