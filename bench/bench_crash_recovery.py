@@ -5,7 +5,7 @@
 
 The issue-13 scenario, measured from the platform's side only (what the fake Slack / Telegram API
 shows), so it runs against any version of the bot: N questions are delivered to a bot process
-(tests/crash_bot.py: built like `hypa serve`, real slack-bolt / python-telegram-bot, answers slowed
+(hypa_testkit/crash_bot.py: built like `hypa serve`, real slack-bolt / python-telegram-bot, answers slowed
 to `--answer-delay` s), which is SIGKILLed `--kill-after` s after Slack got its acks (Telegram: after
 polling confirmed the updates). A new process is started on the same database, and every question
 is delivered again (Slack: same event_id, X-Slack-Retry-Num: 1; Telegram: the same updates). After
@@ -28,10 +28,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.crash_bot import CrashBot  # noqa: E402
-from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, SlackEvents, envelope, mention_event  # noqa: E402
-from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user  # noqa: E402
-from tests.slack_harness import SIGNING_SECRET  # noqa: E402
+from hypa_testkit.crash_bot import CrashBot  # noqa: E402
+from hypa_testkit.fakes.slack_server import BOT_USER_ID, FakeSlack, SlackEvents, envelope, mention_event  # noqa: E402
+from hypa_testkit.fakes.telegram_server import FakeTelegram, message, private_chat, user  # noqa: E402
+from hypa_testkit.slack_harness import SIGNING_SECRET  # noqa: E402
 
 QUESTION = "What is the civil penalty for a first violation?"
 SLACK_PLACEHOLDER = "Looking that up"
@@ -140,7 +140,7 @@ def _database() -> Iterator[str]:
     if not ARGS.database_url.startswith("postgresql"):
         yield ARGS.database_url
         return
-    from tests.helpers import fresh_postgres_database
+    from hypa_testkit.postgres import fresh_postgres_database
 
     with fresh_postgres_database(ARGS.database_url) as url:
         yield url

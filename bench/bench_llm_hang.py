@@ -4,7 +4,7 @@
 
 The real Slack app (`build_slack_server`: bolt, uvicorn, SQLite store; toy index and model-free
 embedder, as in bench_slack_ack.py) with ANTHROPIC_API_KEY set and the Anthropic base URL pointing at
-the fake in tests/fakes/anthropic_server.py answering every request with `never_answers()`. Client
+the fake in hypa_testkit/fakes/anthropic_server.py answering every request with `never_answers()`. Client
 settings are the defaults (HYPA_LLM_TIMEOUT_S 30, HYPA_LLM_TOTAL_BUDGET_S 60, 2 retries, circuit after
 5 failures). `--askers` people @mention the bot, spread over `--spread-s` seconds; reported: for each,
 the time from sending the mention to the first chat.update (the first answer a person can read), the
@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.eval.metrics import percentile  # noqa: E402 - after sys.path has the checkout
-from tests.fakes.anthropic_server import FakeAnthropic, never_answers  # noqa: E402 - after sys.path has the checkout
-from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, block_texts, envelope, mention_event  # noqa: E402 - after sys.path has the checkout
-from tests.slack_harness import running_bot  # noqa: E402 - after sys.path has the checkout
+from hypa_testkit.fakes.anthropic_server import FakeAnthropic, never_answers  # noqa: E402 - after sys.path has the checkout
+from hypa_testkit.fakes.slack_server import BOT_USER_ID, FakeSlack, block_texts, envelope, mention_event  # noqa: E402 - after sys.path has the checkout
+from hypa_testkit.slack_harness import running_bot  # noqa: E402 - after sys.path has the checkout
 
 QUESTION = "What is the civil penalty for a first violation?"
 

@@ -5,7 +5,7 @@
 
 The real app (`build_slack_server`, as `hypa serve slack` builds it: bolt AsyncApp, the SQLite
 conversation service, uvicorn) runs on 127.0.0.1 against the fake Slack Web API
-(tests/fakes/slack_server.py), over the toy index with the model-free HashingEmbedder, so what is
+(hypa_testkit/fakes/slack_server.py), over the toy index with the model-free HashingEmbedder, so what is
 measured is the Slack path (verification, ack, de-duplication, placeholder, update), not retrieval.
 N distinct @mentions are sent at once, each also re-delivered `--retries` times with
 X-Slack-Retry-Num, all concurrently. Reported: the HTTP ack latency of every delivery
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from bot.logging_setup import configure_logging  # noqa: E402 - after sys.path has the checkout
 from core.eval.metrics import percentile  # noqa: E402
-from tests.fakes.slack_server import (  # noqa: E402
+from hypa_testkit.fakes.slack_server import (  # noqa: E402
     BOT_USER_ID,
     FakeSlack,
     SlackEvents,
@@ -52,7 +52,7 @@ from tests.fakes.slack_server import (  # noqa: E402
     mention_event,
     slash_command,
 )
-from tests.slack_harness import running_bot  # noqa: E402
+from hypa_testkit.slack_harness import running_bot  # noqa: E402
 
 QUESTIONS = (
     "What is the civil penalty for a first violation?",

@@ -1,8 +1,10 @@
-"""`hypa serve slack|telegram`: run a chat bot (plus /healthz, /readyz, /metrics on HYPA_HTTP_PORT)."""
+"""`hypa serve slack|telegram`: run a chat bot (plus /healthz, /readyz, /metrics on HYPA_HTTP_PORT).
+
+Each command runs its platform's `serve(settings)` (bot/serve_<platform>.py, one template: docs/ADAPTERS.md)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from bot.cli_common import command_group
@@ -39,24 +41,18 @@ def _raised_by_sqlalchemy(exc: BaseException) -> bool:
     return False
 
 
-def _run_reporting_setup_errors(run, setup_error: type[Exception]) -> None:  # noqa: ANN001
-    """Run a bot; what the operator must fix (missing tokens, bad database URL) is one line, no traceback."""
+def _serve(serve: Callable[[Settings], None]) -> None:
+    """Run a chat bot (bot/serve_chat.py); what the operator must fix (missing tokens, a token the platform
+    rejects, an index not built, a bad database URL) is one message, no traceback."""
     from bot.cli_common import fail, load_settings
+    from bot.serve_chat import ServeSetupError
 
     settings = load_settings()
     try:
         with _database_errors_reported(settings):
-            run(settings)
-    except setup_error as exc:
+            serve(settings)
+    except ServeSetupError as exc:
         fail(str(exc))
-
-
-@serve_app.command("telegram")
-def serve_telegram() -> None:
-    """Run the Telegram bot: long polling, or webhook mode when TELEGRAM_WEBHOOK_URL is set."""
-    from bot.serve_telegram import ServeError, serve
-
-    _run_reporting_setup_errors(serve, ServeError)
 
 
 @serve_app.command("slack")
@@ -65,6 +61,17 @@ def serve_slack() -> None:
 
     Needs SLACK_BOT_TOKEN, and SLACK_SIGNING_SECRET in HTTP mode. See docs/SLACK.md.
     """
-    from bot.serve_slack import SlackSetupError, run
+    from bot.serve_slack import serve
 
-    _run_reporting_setup_errors(run, SlackSetupError)
+    _serve(serve)
+
+
+@serve_app.command("telegram")
+def serve_telegram() -> None:
+    """Run the Telegram bot: long polling, or webhook mode when TELEGRAM_WEBHOOK_URL is set.
+
+    Needs TELEGRAM_BOT_TOKEN, and TELEGRAM_WEBHOOK_SECRET in webhook mode. See docs/TELEGRAM.md.
+    """
+    from bot.serve_telegram import serve
+
+    _serve(serve)

@@ -1,18 +1,22 @@
 """Each component's typed config, built from the one Settings.
 
-bot/wiring.py (the composition root) builds the components with these; core/ and storage/ never see
-Settings. Imports of the LLM modules stay inside the functions: the anthropic SDK takes ~2 s to
+bot/wiring.py (the composition root) builds the components with these, and `hypa serve` the chat
+adapters (bot/serve_chat.py); core/, storage/ and adapters/ never see Settings. Imports of the LLM
+modules and the chat platforms' libraries stay inside the functions: the anthropic SDK takes ~2 s to
 import and is loaded only when ANTHROPIC_API_KEY is set.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bot.http_app import HttpConfig
 from bot.settings import Settings
 from core.complexity import ClassifierConfig
 from storage.kg_store import KGLoadLimits
 
 if TYPE_CHECKING:
+    from adapters.slack import SlackConfig
+    from adapters.telegram import TelegramConfig
     from core.kg.llm import LLMExtractorConfig
     from core.llm.claude_generator import ClaudeGeneratorConfig
     from core.llm.client import ClientConfig
@@ -97,3 +101,40 @@ def weaviate_config(s: Settings) -> WeaviateConfig:
 def classifier_config(s: Settings) -> ClassifierConfig:
     """Where the complexity classifiers live and what trains them (HYPA_CLASSIFIER_*)."""
     return ClassifierConfig(data_dir=s.data_dir, train_csv=s.classifier_train_csv, kind=s.classifier_kind)
+
+
+# --- `hypa serve`: the HTTP listener and the chat platforms (bot/serve_chat.py) -----------------
+
+
+def http_config(s: Settings) -> HttpConfig:
+    """HYPA_HTTP_HOST, HYPA_HTTP_PORT, HYPA_LOG_LEVEL, HYPA_HTTP_MAX_BODY_BYTES."""
+    return HttpConfig(host=s.http_host, port=s.http_port, log_level=s.log_level, max_body_bytes=s.http_max_body_bytes)
+
+
+def slack_config(s: Settings) -> SlackConfig:
+    """SLACK_BOT_TOKEN, SLACK_SIGNING_SECRET, SLACK_APP_TOKEN (set: Socket Mode), SLACK_API_BASE_URL,
+    HYPA_SLACK_COMMAND, HYPA_REVIEW_CHANNEL."""
+    from adapters.slack import SlackConfig  # slack-bolt only for `hypa serve slack`
+
+    return SlackConfig(
+        bot_token=s.slack_bot_token,
+        signing_secret=s.slack_signing_secret,
+        app_token=s.slack_app_token,
+        api_base_url=s.slack_api_base_url,
+        command=s.slack_command,
+        review_channel=s.review_channel,
+    )
+
+
+def telegram_config(s: Settings) -> TelegramConfig:
+    """TELEGRAM_BOT_TOKEN, TELEGRAM_API_BASE_URL, TELEGRAM_WEBHOOK_URL (set: webhook mode),
+    TELEGRAM_WEBHOOK_SECRET, HYPA_TELEGRAM_REVIEW_CHAT."""
+    from adapters.telegram import TelegramConfig  # python-telegram-bot only for `hypa serve telegram`
+
+    return TelegramConfig(
+        token=s.telegram_bot_token.strip(),
+        base_url=s.telegram_api_base_url,
+        webhook_url=s.telegram_webhook_url,
+        webhook_secret=s.telegram_webhook_secret.strip(),
+        review_chat=s.telegram_review_chat.strip(),
+    )

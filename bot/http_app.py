@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from starlette.applications import Starlette
@@ -25,6 +26,17 @@ log = logging.getLogger(__name__)
 
 ReadinessCheck = Callable[[], dict[str, bool]]  # {"index": True, "database": False, ...}
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024  # bot.settings: http_max_body_bytes
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    """Where the one HTTP listener runs and what it logs (HYPA_HTTP_HOST, HYPA_HTTP_PORT, HYPA_LOG_LEVEL,
+    HYPA_HTTP_MAX_BODY_BYTES; bot.configs.http_config)."""
+
+    host: str = "0.0.0.0"
+    port: int = 3000
+    log_level: str = "INFO"
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
 class BodyLimit:

@@ -3,13 +3,16 @@
 Polling by default; webhook mode when TELEGRAM_WEBHOOK_URL is set (the update arrives on our own
 HTTP listener at the URL's path, checked against TELEGRAM_WEBHOOK_SECRET). Either way one uvicorn
 server runs, and the PTB application lives in its lifespan.
+
+One of the chat platforms run by bot/serve_chat.py (docs/ADAPTERS.md): settings checked, the token
+checked (getMe, and setWebhook in webhook mode), the application built into the HTTP app, the index
+warmed up, then served.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.applications import Starlette
@@ -27,8 +30,10 @@ from adapters.telegram import (
 )
 from adapters.telegram.app import ALLOWED_UPDATES
 from adapters.telegram.polling import PollingHealth
-from bot.http_app import DEFAULT_MAX_BODY_BYTES, build_http_app
+from bot.configs import telegram_config
+from bot.http_app import DEFAULT_MAX_BODY_BYTES, HttpConfig, ReadinessCheck, build_http_app
 from bot.metrics import Metrics
+from bot.serve_chat import ChatPlatform, ServeSetupError, http_server, serve_chat
 from bot.settings import Settings
 from core.conversation import ConversationService
 
@@ -36,10 +41,6 @@ log = logging.getLogger(__name__)
 
 # What setWebhook accepts as secret_token (Bot API).
 _SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
-
-
-class ServeError(Exception):
-    """A problem the operator must fix before the bot can run (shown without a traceback)."""
 
 
 def missing_settings(settings: Settings) -> list[str]:
@@ -56,21 +57,45 @@ def missing_settings(settings: Settings) -> list[str]:
     return missing
 
 
-def telegram_config(settings: Settings) -> TelegramConfig:
-    return TelegramConfig(
-        token=settings.telegram_bot_token.strip(),
-        base_url=settings.telegram_api_base_url,
-        webhook_url=settings.telegram_webhook_url,
-        webhook_secret=settings.telegram_webhook_secret.strip(),
-        review_chat=settings.telegram_review_chat.strip(),
-    )
+def check_token(config: TelegramConfig) -> str:
+    """Ask Telegram who we are (getMe) and, in webhook mode, register the webhook: the bot's @username,
+    or a ServeSetupError saying what is wrong."""
+
+    async def who_am_i() -> str:
+        async with Bot(config.token, base_url=config.base_url, base_file_url=config.base_file_url) as bot:
+            if config.webhook_mode:
+                # Registered here first so a refused URL is one clear line; the application's start
+                # registers it again (idempotent), where a failure would be a server traceback.
+                try:
+                    await bot.set_webhook(
+                        url=config.webhook_url, secret_token=config.webhook_secret, allowed_updates=ALLOWED_UPDATES
+                    )
+                except BadRequest as exc:
+                    raise ServeSetupError(f"Telegram refused TELEGRAM_WEBHOOK_URL {config.webhook_url}: {exc}") from None
+            return f"@{bot.username}"
+
+    try:
+        return asyncio.run(who_am_i())
+    except InvalidToken:
+        raise ServeSetupError("Telegram rejected TELEGRAM_BOT_TOKEN (check it with @BotFather: /mybots → API Token)") from None
+    except NetworkError as exc:
+        raise ServeSetupError(f"cannot reach the Telegram Bot API at {config.base_url} ({exc})") from None
+    except TelegramError as exc:
+        raise ServeSetupError(f"Telegram refused getMe: {exc}") from None
 
 
 @dataclass
 class TelegramServer:
+    """Everything `hypa serve telegram` runs: the PTB application and the HTTP app around it."""
+
     application: Application
     http_app: Starlette
     config: TelegramConfig
+
+    def describe(self) -> str:
+        if self.config.webhook_mode:
+            return f"webhook {self.config.webhook_url} -> {self.config.webhook_path}"
+        return "polling"
 
 
 def build_telegram_server(
@@ -78,10 +103,11 @@ def build_telegram_server(
     service: ConversationService,
     *,
     metrics: Metrics | None = None,
-    readiness: Callable[[], dict[str, bool]] = dict,
+    readiness: ReadinessCheck = dict,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> TelegramServer:
-    """The PTB application (handlers registered) inside the HTTP app that starts and stops it."""
+    """The PTB application (handlers registered) inside the HTTP app, whose lifespan starts it (polling
+    or the webhook) and stops it (no network I/O here)."""
     polling = PollingHealth()  # one log line per failed poll, not a traceback (adapters/telegram/polling.py)
     handlers = TelegramHandlers(service, metrics, review_chat=config.review_chat)
     application = build_application(config, handlers, polling)
@@ -99,63 +125,22 @@ def build_telegram_server(
     return TelegramServer(application, http_app, config)
 
 
-def check_token(config: TelegramConfig) -> str:
-    """Ask Telegram who we are (getMe) and, in webhook mode, register the webhook: the bot's @username,
-    or a ServeError saying what is wrong."""
+async def run_telegram(server: TelegramServer, http: HttpConfig) -> None:
+    """uvicorn on the HTTP port until SIGINT/SIGTERM; the PTB application polls or takes the webhook's
+    updates inside its lifespan."""
+    await http_server(server.http_app, http).serve()
 
-    async def who_am_i() -> str:
-        async with Bot(config.token, base_url=config.base_url, base_file_url=config.base_file_url) as bot:
-            if config.webhook_mode:
-                # Registered here first so a refused URL is one clear line; the application's start
-                # registers it again (idempotent), where a failure would be a server traceback.
-                try:
-                    await bot.set_webhook(
-                        url=config.webhook_url, secret_token=config.webhook_secret, allowed_updates=ALLOWED_UPDATES
-                    )
-                except BadRequest as exc:
-                    raise ServeError(f"Telegram refused TELEGRAM_WEBHOOK_URL {config.webhook_url}: {exc}") from None
-            return bot.username
 
-    try:
-        return asyncio.run(who_am_i())
-    except InvalidToken:
-        raise ServeError("Telegram rejected TELEGRAM_BOT_TOKEN (check it with @BotFather: /mybots → API Token)") from None
-    except NetworkError as exc:
-        raise ServeError(f"cannot reach the Telegram Bot API at {config.base_url} ({exc})") from None
-    except TelegramError as exc:
-        raise ServeError(f"Telegram refused getMe: {exc}") from None
+PLATFORM = ChatPlatform(
+    name="telegram",
+    missing_settings=missing_settings,
+    config=telegram_config,
+    check_token=check_token,
+    build_server=build_telegram_server,
+    run=run_telegram,
+)
 
 
 def serve(settings: Settings) -> None:
-    """Run until interrupted. Raises ServeError for anything the operator must fix."""
-    import uvicorn
-
-    from bot.wiring import Components
-
-    missing = missing_settings(settings)
-    if missing:
-        raise ServeError("hypa serve telegram needs:\n  " + "\n  ".join(missing))
-    from bot.health import readiness_check
-    from bot.logging_setup import configure_logging
-
-    # JSON or text per HYPA_LOG_FORMAT, secrets scrubbed; quiets httpx, whose INFO lines carry the token.
-    configure_logging(settings)
-    config = telegram_config(settings)
-    username = check_token(config)
-    components = Components(settings)
-    problem = components.missing_collections_problem()
-    if problem:
-        raise ServeError(problem)
-    metrics = Metrics()
-    service = components.conversation(metrics)
-    components.warm_up()  # models, statistics, graphs of every served collection: before the first user waits
-    server = build_telegram_server(
-        config, service, metrics=metrics, readiness=readiness_check(components),
-        max_body_bytes=settings.http_max_body_bytes,
-    )
-    mode = f"webhook {config.webhook_url} -> {config.webhook_path}" if config.webhook_mode else "polling"
-    log.info("telegram bot @%s starting (%s); http on %s:%s", username, mode, settings.http_host, settings.http_port)
-    uvicorn.run(
-        server.http_app, host=settings.http_host, port=settings.http_port,
-        log_level=settings.log_level.lower(), log_config=None,  # keep configure_logging's handler
-    )
+    """Run until SIGINT/SIGTERM; a ServeSetupError (printed by the CLI) when something must be fixed first."""
+    serve_chat(PLATFORM, settings)

@@ -46,8 +46,8 @@ HypaError
     ├── LLMRefusal ···························· the model declined to answer
     └── UngroundedAnswerError ················· no statement could be tied to a provision
 
-Setup errors of the bot layer (bot.corpus.CorpusError, the chat platforms' setup errors) live with the
-commands that report them.
+Setup errors of the bot layer (bot.corpus.CorpusError, and bot.serve_chat.ServeSetupError for every chat
+platform) live with the commands that report them.
 """
 from __future__ import annotations
 

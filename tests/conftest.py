@@ -6,7 +6,7 @@ import os
 import pytest
 
 from bot.settings import Settings
-from tests.fakes.anthropic_server import FakeAnthropic
+from hypa_testkit.fakes.anthropic_server import FakeAnthropic
 
 # Settings a developer's machine or shell may carry that would change what the code under test does
 # (an API key turns answers into Claude's, a token starts a bot). HYPA_TEST_* and WEAVIATE_URL are how

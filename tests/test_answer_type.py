@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from core.answer_type import AskedValue, asked_value, states_value
-from tests.helpers import scored, toy_generator
+from hypa_testkit.toy import scored, toy_generator
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_every_kind_group_must_be_stated():
     assert states_value("the average age of the applicants is 40", asked)
 
 
-# --- in the extractive generator (toy chunks: tests/helpers.py) --------------------------------
+# --- in the extractive generator (toy chunks: hypa_testkit/toy.py) --------------------------------
 
 
 def test_value_question_is_answered_with_the_clause_that_states_it():

@@ -1,6 +1,6 @@
 """A hung LLM endpoint no longer holds a person in chat for a minute (issue 13, item 9).
 
-The real anthropic SDK against tests/fakes/anthropic_server.py; `never_answers()` accepts the request
+The real anthropic SDK against hypa_testkit/fakes/anthropic_server.py; `never_answers()` accepts the request
 and never replies. Inside a chat's answer window the generator answers with the quoted answer at the
 deadline, counts the wait towards the circuit breaker, and hands Claude's later answer to the service,
 which stores it under the same answer id and gives the adapter a follow-up to show it.
@@ -16,9 +16,9 @@ from core.llm.claude_generator import ClaudeGenerator
 from core.llm.client import CircuitBreaker, FallbackGenerator, RetryPolicy
 from core.llm.rewriter import LLMRewriter
 from core.types import Turn
-from tests.fakes.anthropic_client import make_client
-from tests.fakes.anthropic_server import cites_first_document, held, message, never_answers, reply
-from tests.helpers import scored, toy_generator, toy_service
+from hypa_testkit.fakes.anthropic_client import make_client
+from hypa_testkit.fakes.anthropic_server import cites_first_document, held, message, never_answers, reply
+from hypa_testkit.toy import scored, toy_generator, toy_service
 from tests.test_claude_generator import QUESTION, cited_answer
 
 HUNG_BUDGET = dict(timeout_s=30.0, total_budget_s=60.0, retry=RetryPolicy(max_retries=2, base_delay_s=0.01))

@@ -1,7 +1,7 @@
 """Slack and Telegram with an Anthropic endpoint that accepts the connection and never answers.
 
 The real bots (slack-bolt + slack_sdk, python-telegram-bot) against their fake APIs, and the real
-anthropic SDK against tests/fakes/anthropic_server.py. The client's timeouts are long (20 s a call,
+anthropic SDK against hypa_testkit/fakes/anthropic_server.py. The client's timeouts are long (20 s a call,
 40 s in all, as a deployment would have them); the chat wait (HYPA_CHAT_ANSWER_WAIT_S) is 1 s. A person
 must see the quoted, cited answer within a few seconds, and Claude's answer in its place once it comes.
 The lease on answering the message (adapters/delivery.py) completes once the quoted answer is shown:
@@ -16,11 +16,11 @@ import pytest
 
 from bot.settings import Settings
 from bot.wiring import answer_generator
-from tests.fakes.anthropic_server import FakeAnthropic, cites_first_document, held, never_answers
-from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, block_texts, envelope, mention_event
-from tests.fakes.telegram_server import FakeTelegram, message, private_chat
-from tests.helpers import toy_generator
-from tests.slack_harness import running_bot
+from hypa_testkit.fakes.anthropic_server import FakeAnthropic, cites_first_document, held, never_answers
+from hypa_testkit.fakes.slack_server import BOT_USER_ID, FakeSlack, block_texts, envelope, mention_event
+from hypa_testkit.fakes.telegram_server import FakeTelegram, message, private_chat
+from hypa_testkit.slack_harness import running_bot
+from hypa_testkit.toy import toy_generator
 from tests.test_telegram_bot import BotProcess, eventually
 
 pytestmark = pytest.mark.filterwarnings("ignore:Deprecated since version v22.2:DeprecationWarning")

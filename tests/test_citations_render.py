@@ -74,7 +74,7 @@ def test_slack_shows_each_label_as_a_mrkdwn_link_escaped():
 
 
 def test_telegram_shows_each_label_as_an_html_link_telegram_can_parse():
-    from tests.fakes.telegram_server import telegram_html
+    from hypa_testkit.fakes.telegram_server import telegram_html
 
     [part] = telegram_reply(_linked()).parts
     shown = telegram_html(part)  # Telegram's own check: it would refuse the message otherwise
@@ -98,7 +98,7 @@ def test_the_terminal_shows_the_address_and_makes_the_label_a_link():
 def test_the_fake_telegram_refuses_html_telegram_would_refuse():
     import pytest
 
-    from tests.fakes.telegram_server import TelegramHTMLError, telegram_html
+    from hypa_testkit.fakes.telegram_server import TelegramHTMLError, telegram_html
 
     for bad in ("a < b", "AT&T", "<b>open", "<a>no href</a>", "<div>x</div>", "<b><i>x</b></i>"):
         with pytest.raises(TelegramHTMLError):
@@ -111,7 +111,7 @@ def test_the_fake_telegram_refuses_html_telegram_would_refuse():
 def test_links_too_long_for_one_message_leave_the_labels_alone():
     """A number citing many provisions with long addresses: Slack and Telegram would cut the line
     inside a link's markup (or Telegram would refuse it), so those labels go without links."""
-    from tests.fakes.telegram_server import telegram_html
+    from hypa_testkit.fakes.telegram_server import telegram_html
 
     long_url = "https://example.com/" + "a" * 900 + "#s{}"
     many = [Citation(1, f"c{i}", f"Code § {i}", QUOTE, url=long_url.format(i)) for i in range(6)]

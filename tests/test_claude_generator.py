@@ -25,9 +25,8 @@ from core.llm.client import CircuitBreaker, FallbackGenerator, RetryPolicy, mode
 from core.llm.cost import PRICES, cost_per_1000_questions, estimate_cost, price_for
 from core.llm.prompts import load_prompt
 from core.types import Answer, ScoredChunk, Turn
-from storage.llm_failures import JsonlFailureRecorder, MemoryFailureRecorder
-from tests.fakes.anthropic_client import make_client
-from tests.fakes.anthropic_server import (
+from hypa_testkit.fakes.anthropic_client import make_client
+from hypa_testkit.fakes.anthropic_server import (
     FakeAnthropic,
     Reply,
     char_citation,
@@ -41,7 +40,8 @@ from tests.fakes.anthropic_server import (
     text_block,
     usage,
 )
-from tests.helpers import TOY_CHUNKS, make_chunk, scored, toy_generator
+from hypa_testkit.toy import TOY_CHUNKS, make_chunk, scored, toy_generator
+from storage.llm_failures import JsonlFailureRecorder, MemoryFailureRecorder
 
 pytestmark = pytest.mark.timeout(30)
 

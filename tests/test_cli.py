@@ -157,7 +157,7 @@ def test_demo_answers_three_questions(built):
 
 def _cite_first_document(request):
     """Fake Claude: answer with the first sentence of the first document, cited correctly."""
-    from tests.fakes.anthropic_server import cite, message, reply, text_block, usage
+    from hypa_testkit.fakes.anthropic_server import cite, message, reply, text_block, usage
 
     content = request.body["messages"][-1]["content"]
     document = next(block for block in content if block.get("type") == "document")
@@ -168,7 +168,7 @@ def _cite_first_document(request):
 
 
 def test_ask_with_a_key_uses_claude_through_the_real_sdk(built):
-    from tests.fakes.anthropic_server import FakeAnthropic
+    from hypa_testkit.fakes.anthropic_server import FakeAnthropic
 
     with FakeAnthropic(default=_cite_first_document) as fake:
         env = {**built, "ANTHROPIC_API_KEY": "test-key", "HYPA_ANTHROPIC_BASE_URL": fake.base_url,
@@ -186,7 +186,7 @@ def test_ask_with_a_key_uses_claude_through_the_real_sdk(built):
 
 
 def test_dead_llm_endpoint_falls_back_to_quoted_answer_and_records_the_failure(built, tmp_path: Path):
-    from tests.fakes.anthropic_server import FakeAnthropic, overloaded
+    from hypa_testkit.fakes.anthropic_server import FakeAnthropic, overloaded
 
     with FakeAnthropic(default=overloaded()) as fake:
         env = {**built, "ANTHROPIC_API_KEY": "test-key", "HYPA_ANTHROPIC_BASE_URL": fake.base_url,
@@ -275,7 +275,7 @@ def test_ranker_train_show_and_answer_with_the_weights(built, tmp_path: Path):
 def test_a_question_in_spanish_is_searched_in_english_and_answered_in_spanish_with_a_key(built):
     """With a key: the rewriter translates for the search, Claude reads the user's words and answers
     in Spanish (the fake plays Claude: a JSON rewrite for the fast model, a cited answer otherwise)."""
-    from tests.fakes.anthropic_server import FakeAnthropic, cite, message, reply, text_block
+    from hypa_testkit.fakes.anthropic_server import FakeAnthropic, cite, message, reply, text_block
 
     spanish = "¿Cuánto tiempo antes de usar la herramienta hay que avisar a los candidatos?"
     english = "How many business days before using the tool must candidates be notified?"

@@ -8,7 +8,7 @@ import pytest
 from core.context_budget import select_contexts
 from core.pipeline import AnswerPipeline
 from core.types import Answer, RetrievalParams, ScoredChunk
-from tests.helpers import make_chunk
+from hypa_testkit.toy import make_chunk
 
 
 def words(n: int, prefix: str) -> str:

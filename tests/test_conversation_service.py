@@ -10,7 +10,7 @@ from bot.metrics import Metrics
 from core.conversation import FeedbackEvent, IncomingMessage
 from core.conversation_service import IN_PROGRESS_NOTE, clean_text
 from core.errors import UnknownAnswer
-from tests.helpers import TOY_CHUNKS, toy_generator, toy_service
+from hypa_testkit.toy import TOY_CHUNKS, toy_generator, toy_service
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

@@ -1,7 +1,7 @@
 """kill -9 in the middle of answering (issue 13, item 1): after a restart and the platform's
 redeliveries, every question is answered exactly once and no "Looking that up…" placeholder is left.
 
-The bot runs in its own process (tests/crash_bot.py: built like `hypa serve`, real slack-bolt /
+The bot runs in its own process (hypa_testkit/crash_bot.py: built like `hypa serve`, real slack-bolt /
 python-telegram-bot, uvicorn, the SQL store) against the fake platform APIs in this process, with
 answers slowed down so the SIGKILL lands while they are being computed. The lease is 1 s here
 (HYPA_DELIVERY_LEASE_S; 30 s by default), so the restarted process takes the dead one's leases over
@@ -17,13 +17,13 @@ import pytest
 
 from adapters.slack.blocks import PLACEHOLDER_TEXT
 from adapters.telegram.replies import PLACEHOLDER
+from hypa_testkit.crash_bot import CrashBot
+from hypa_testkit.fakes.anthropic_server import FakeAnthropic, never_answers
+from hypa_testkit.fakes.slack_server import BOT_USER_ID, FakeSlack, SlackEvents, block_texts, envelope, mention_event
+from hypa_testkit.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from hypa_testkit.postgres import POSTGRES_URL, fresh_postgres_database
+from hypa_testkit.slack_harness import SIGNING_SECRET
 from storage.sql import ConversationStore
-from tests.crash_bot import CrashBot
-from tests.fakes.anthropic_server import FakeAnthropic, never_answers
-from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, SlackEvents, block_texts, envelope, mention_event
-from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
-from tests.helpers import POSTGRES_URL, fresh_postgres_database
-from tests.slack_harness import SIGNING_SECRET
 
 pytestmark = pytest.mark.filterwarnings("ignore:Deprecated since version v22.2:DeprecationWarning")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 
 from core.types import Chunk
+from hypa_testkit.toy import TOY_CHUNKS
 from storage.embedded import _read_chunks
-from tests.helpers import TOY_CHUNKS
 
 
 def test_fast_path_builds_equal_hashable_chunks(tmp_path):

@@ -12,9 +12,9 @@ from bot.cli import app
 from bot.settings import Settings
 from bot.wiring import embedding_model, make_embedder
 from core.tuning import tuning_pairs
+from hypa_testkit.toy import make_chunk
 from storage.embedder import Embedder
 from storage.embedder_tuning import TUNING_RECORD, TuningSetup, is_tuned_model, tune_embedding_model
-from tests.helpers import make_chunk
 
 LONG = "Providers shall keep the logs of the system for a period of at least six months."
 

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.helpers import scored, toy_generator
+from hypa_testkit.toy import scored, toy_generator
 
 
 def _contexts_by_id():
@@ -66,7 +66,7 @@ from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator, provision_na
 from core.linear import LinearModel  # noqa: E402
 from core.termstats import TermStats  # noqa: E402
 from core.types import ScoredChunk  # noqa: E402
-from tests.helpers import make_chunk  # noqa: E402
+from hypa_testkit.toy import make_chunk  # noqa: E402
 
 
 def test_the_answer_names_the_provision_and_never_quotes_its_heading_lines():

@@ -11,7 +11,7 @@ from bot.cli import app
 from core.conversation import FeedbackEvent
 from core.eval.run import read_items
 from core.question_type import classify_question
-from tests.helpers import toy_service
+from hypa_testkit.toy import toy_service
 from tests.test_conversation_service import message
 
 runner = CliRunner()

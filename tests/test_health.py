@@ -12,9 +12,9 @@ from bot.metrics import Metrics
 from bot.settings import Settings
 from bot.wiring import Components
 from core.types import Answer, PipelineResult, RetrievalParams, Usage
+from hypa_testkit.toy import TOY_CHUNKS
 from storage.embedded import EmbeddedIndex
 from storage.embedder import HashingEmbedder
-from tests.helpers import TOY_CHUNKS
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """`hypa ingest` keeps every document, says what it does, and has limits (issue 13, item 7).
 
 Through the real CLI (typer's CliRunner) on both index backends: the embedded index, and the real
-weaviate-client against the fake Weaviate (tests/fakes/weaviate_server.py). The embedding model is
+weaviate-client against the fake Weaviate (hypa_testkit/fakes/weaviate_server.py). The embedding model is
 replaced by a model-free one, so what is tested is ingestion, not embeddings.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 import bot.cli
 from bot.cli import app
 from bot.wiring import Components
+from hypa_testkit.fakes.weaviate_server import FakeWeaviate
 from storage.embedder import HashingEmbedder
-from tests.fakes.weaviate_server import FakeWeaviate
 
 
 class WordCountingEmbedder(HashingEmbedder):  # model-free; ingest also counts tokens
@@ -362,7 +362,7 @@ def test_a_bad_source_url_is_one_line_and_ingests_nothing(hypa, tmp_path):
 
 def test_manifest_documents_link_from_the_manifest_without_re_ingesting(hypa):
     """An index built before links existed (no source_url recorded) links by bot/corpora.toml."""
-    from tests.helpers import make_chunk
+    from hypa_testkit.toy import make_chunk
 
     hypa("index", "list")  # builds Components once
     components = hypa.components[-1]

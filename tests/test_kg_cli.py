@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from bot.cli import app
 from core.kg.offline import OfflineExtractor
+from hypa_testkit.toy import TOY_CHUNKS
 from storage.kg_store import KGStore
-from tests.helpers import TOY_CHUNKS
 
 
 def _env(tmp_path):

@@ -7,7 +7,7 @@ from core.kg import model as m
 from core.kg.normalize import entity_key, find_abbreviations, singular
 from core.kg.offline import OfflineExtractor
 from core.kg.provisions import find_references, label_provisions, lineage
-from tests.helpers import TOY_CHUNKS, make_chunk
+from hypa_testkit.toy import TOY_CHUNKS, make_chunk
 
 
 def test_entity_keys_ignore_case_plurals_and_quotes():

@@ -14,9 +14,9 @@ from core.kg.llm import (
     parse_triplets,
 )
 from core.kg.offline import OfflineExtractor
-from tests.fakes.anthropic_client import make_client
-from tests.fakes.anthropic_server import message, overloaded, reply
-from tests.helpers import TOY_CHUNKS
+from hypa_testkit.fakes.anthropic_client import make_client
+from hypa_testkit.fakes.anthropic_server import message, overloaded, reply
+from hypa_testkit.toy import TOY_CHUNKS
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -14,10 +14,10 @@ from core.kg.retriever import KGRetriever, KGSettings
 from core.pipeline import AnswerPipeline
 from core.termstats import TermStats
 from core.types import RetrievalParams
+from hypa_testkit.toy import TOY_CHUNKS, make_chunk
 from storage.embedded import EmbeddedIndex
 from storage.embedder import HashingEmbedder
 from storage.kg_store import KGStore
-from tests.helpers import TOY_CHUNKS, make_chunk
 
 CHUNKS = [
     *TOY_CHUNKS,

@@ -10,8 +10,8 @@ import pytest
 from core.errors import KGFormatError, UnsafeKGFile
 from core.kg.model import KGData
 from core.kg.offline import OfflineExtractor
+from hypa_testkit.toy import TOY_CHUNKS
 from storage.kg_store import KGStore, load_payload, loads_plain
-from tests.helpers import TOY_CHUNKS
 
 
 def _data() -> KGData:

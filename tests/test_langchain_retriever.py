@@ -6,7 +6,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
 from adapters.langchain import HypaRetriever
-from tests.helpers import toy_pipeline
+from hypa_testkit.toy import toy_pipeline
 
 
 def test_the_retriever_returns_cited_documents(tmp_path):

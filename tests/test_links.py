@@ -18,7 +18,7 @@ from core.links import (
     label_values,
 )
 from core.types import Answer, Citation
-from tests.helpers import TOY_CHUNKS, scored, toy_generator
+from hypa_testkit.toy import TOY_CHUNKS, scored, toy_generator
 
 EUR_LEX = "https://eur-lex.europa.eu/eli/reg/2024/1689/oj"
 
@@ -176,8 +176,8 @@ def test_the_wrapper_passes_other_attributes_through():
 def test_claudes_verified_citations_and_its_fallbacks_carry_links(fake, tmp_path):
     """Through Components (as `hypa serve` builds it) with a key: the real anthropic SDK against the
     fake API; the first answer is Claude's, the second the extractive fallback's after a 500."""
-    from tests.fakes.anthropic_server import error_reply
-    from tests.slack_harness import toy_components, toy_settings
+    from hypa_testkit.fakes.anthropic_server import error_reply
+    from hypa_testkit.slack_harness import toy_components, toy_settings
     from tests.test_claude_generator import cited_answer
 
     settings = toy_settings(tmp_path, "http://127.0.0.1:9", anthropic_api_key="test-key",

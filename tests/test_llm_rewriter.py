@@ -25,9 +25,8 @@ from core.llm.rewriter import (
 )
 from core.rewriter import OfflineRewriter, QueryRewriter, Rewrite
 from core.types import Turn
-from storage.llm_failures import JsonlFailureRecorder, MemoryFailureRecorder
-from tests.fakes.anthropic_client import make_client
-from tests.fakes.anthropic_server import (
+from hypa_testkit.fakes.anthropic_client import make_client
+from hypa_testkit.fakes.anthropic_server import (
     FakeAnthropic,
     error_reply,
     malformed,
@@ -35,6 +34,7 @@ from tests.fakes.anthropic_server import (
     overloaded,
     reply,
 )
+from storage.llm_failures import JsonlFailureRecorder, MemoryFailureRecorder
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -142,9 +142,9 @@ def _talk_through_the_real_clients() -> None:
     from slack_sdk import WebClient
     from telegram import Bot
 
-    from tests.fakes.anthropic_server import FakeAnthropic, message, reply
-    from tests.fakes.slack_server import FakeSlack
-    from tests.fakes.telegram_server import FakeTelegram
+    from hypa_testkit.fakes.anthropic_server import FakeAnthropic, message, reply
+    from hypa_testkit.fakes.slack_server import FakeSlack
+    from hypa_testkit.fakes.telegram_server import FakeTelegram
 
     with FakeAnthropic(default=reply(message("Yes."))) as fake:
         client = anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0)

@@ -6,7 +6,7 @@ from core.followup import is_follow_up, standalone_query
 from core.pipeline import AnswerPipeline, QuestionLimits
 from core.termstats import TermStats
 from core.types import RetrievalParams, Turn
-from tests.helpers import TOY_CHUNKS, scored
+from hypa_testkit.toy import TOY_CHUNKS, scored
 
 
 class RecordingIndex:

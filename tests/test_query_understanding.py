@@ -7,7 +7,7 @@ import pytest
 from core.language import LanguageDetector
 from core.lexicon import Lexicon, one_edit
 from core.query import QueryPlan, focus_pieces
-from tests.helpers import toy_pipeline
+from hypa_testkit.toy import toy_pipeline
 
 TEXTS = [
     "An employer may not use an automated employment decision tools (“AEDT”) unless a bias audit was done.",

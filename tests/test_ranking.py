@@ -14,8 +14,8 @@ from core.query import QueryPlan
 from core.ranking import FEATURES, FeatureBuilder, ProvisionRanker, named_provisions
 from core.ranking_train import TrainingSet, fit_weights, listwise_loss, read_training_questions
 from core.segments import SegmentIndex, unit_texts
+from hypa_testkit.toy import make_chunk
 from storage.embedder import HashingEmbedder
-from tests.helpers import make_chunk
 
 CHUNKS = [
     make_chunk("Toy Act Art. 1", "Definitions. “Widget” means a small device. “Seller” means a person who sells widgets.",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from core.ingest.references import chapter_titles, unit_titles, with_cited_titles, with_references
-from tests.helpers import make_chunk
+from hypa_testkit.toy import make_chunk
 
 TEXT = "CHAPTER II\nPROHIBITED AI PRACTICES\nArticle 5\n...\nCHAPTER V\nGENERAL-PURPOSE AI MODELS\nArticle 51\n"
 

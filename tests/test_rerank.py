@@ -27,7 +27,7 @@ from core.rerank import (  # noqa: E402
     passage_text,
 )
 from core.types import ScoredChunk  # noqa: E402
-from tests.helpers import make_chunk  # noqa: E402
+from hypa_testkit.toy import make_chunk  # noqa: E402
 
 HIDDEN = 32
 WORDS = (

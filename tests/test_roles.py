@@ -6,7 +6,7 @@ import pytest
 from core.ingest.chunker import chunk_document
 from core.ingest.loaders import load_document
 from core.roles import chunk_role, role_of
-from tests.helpers import make_chunk
+from hypa_testkit.toy import make_chunk
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from adapters.slack.blocks import (
 from adapters.slack.events import BotIdentity, to_incoming
 from adapters.slack.replies import PLACEHOLDER_EVENT
 from core.conversation import IncomingMessage
-from tests.fakes.slack_server import (
+from hypa_testkit.fakes.slack_server import (
     BOT_USER_ID,
     FakeSlack,
     block_actions,
@@ -34,7 +34,7 @@ from tests.fakes.slack_server import (
     new_ts,
     reaction_event,
 )
-from tests.slack_harness import BOT_TOKEN, RunningBot, running_bot
+from hypa_testkit.slack_harness import BOT_TOKEN, RunningBot, running_bot
 
 QUESTION = f"<@{BOT_USER_ID}> What is the civil penalty for a first violation?"
 
@@ -560,7 +560,7 @@ def test_a_question_is_recorded_before_slack_gets_its_acknowledgement(bot, fake,
 def test_a_live_worker_keeps_its_lease_however_long_the_answer_takes(tmp_path, own_fake):
     """The lease is renewed while the answer is computed: a retry arriving after several lease times is
     still dropped, and nothing is taken over."""
-    from tests.crash_bot import SlowGenerator
+    from hypa_testkit.crash_bot import SlowGenerator
 
     fake = own_fake
     with running_bot(tmp_path, fake, delivery_lease_s=1.0) as running:

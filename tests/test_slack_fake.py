@@ -6,7 +6,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
-from tests.fakes.slack_server import BOT_ID, BOT_USER_ID, FakeSlack
+from hypa_testkit.fakes.slack_server import BOT_ID, BOT_USER_ID, FakeSlack
 
 
 @pytest.fixture

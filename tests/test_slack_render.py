@@ -32,7 +32,7 @@ from adapters.slack.text import (
 )
 from core.conversation import Reply
 from core.types import Citation
-from tests.fakes.slack_server import block_texts
+from hypa_testkit.fakes.slack_server import block_texts
 
 BOT = BotIdentity(user_id="UBOT", bot_id="BBOT")
 

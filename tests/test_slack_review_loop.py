@@ -30,7 +30,7 @@ from adapters.slack.review_blocks import (
     VIEW_REASON,
 )
 from bot.cli import app as cli_app
-from tests.fakes.slack_server import (
+from hypa_testkit.fakes.slack_server import (
     BOT_USER_ID,
     FakeSlack,
     block_actions,
@@ -41,7 +41,7 @@ from tests.fakes.slack_server import (
     slash_command,
     view_submission,
 )
-from tests.slack_harness import RunningBot, running_bot
+from hypa_testkit.slack_harness import RunningBot, running_bot
 
 REVIEW_CHANNEL = "C0REVIEW1"
 QUESTION = "What is the civil penalty for a first violation?"
@@ -313,7 +313,7 @@ def test_a_reaction_is_a_one_tap_rating_without_a_modal_or_a_review(bot, fake):
 
 
 def test_in_a_group_dm_a_mention_is_answered_and_a_follow_up_in_its_thread_needs_no_mention(bot, fake):
-    from tests.fakes.slack_server import message_event
+    from hypa_testkit.fakes.slack_server import message_event
 
     event, message = ask_in_channel(bot, fake, channel="G0MPIM01")
     follow = message_event("And for a second violation?", channel="G0MPIM01", channel_type="mpim",

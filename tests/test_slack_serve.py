@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,19 +13,13 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from bot.cli import app as cli
+from bot.configs import slack_config
 from bot.metrics import Metrics
-from bot.serve_slack import (
-    SlackSetupError,
-    build_slack_server,
-    check_slack_token,
-    missing_settings,
-    open_socket_mode,
-    slack_mode,
-    warm_up,
-)
+from bot.serve_chat import ServeSetupError, warm_up
+from bot.serve_slack import check_token, missing_settings, open_socket_mode, serve
 from bot.settings import Settings
-from tests.fakes.slack_server import BOT_USER_ID, FakeSlack, envelope, mention_event
-from tests.slack_harness import toy_components, toy_settings
+from hypa_testkit.fakes.slack_server import BOT_USER_ID, FakeSlack, envelope, mention_event
+from hypa_testkit.slack_harness import toy_components, toy_settings, toy_slack_server
 
 APP_TOKEN = "xapp-1-A0APP0001-1234-abcdef"
 
@@ -45,8 +40,8 @@ def test_missing_tokens_are_listed_by_name():
     assert [m.split()[0] for m in missing] == ["SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"]
     socket = Settings(_env_file=None, slack_bot_token="", slack_signing_secret="", slack_app_token=APP_TOKEN)
     assert [m.split()[0] for m in missing_settings(socket)] == ["SLACK_BOT_TOKEN"]  # no secret in Socket Mode
-    with pytest.raises(SlackSetupError, match="SLACK_BOT_TOKEN"):
-        build_slack_server(nothing)
+    with pytest.raises(ServeSetupError, match="SLACK_BOT_TOKEN"):
+        serve(nothing)  # checked before anything loads
 
 
 def test_cli_reports_what_is_missing_without_a_traceback(tmp_path, monkeypatch):
@@ -71,18 +66,19 @@ def test_cli_reports_a_collection_that_is_not_built(tmp_path, monkeypatch, fake)
 
 def test_http_mode_mounts_events_next_to_health_and_metrics(tmp_path, fake):
     settings = toy_settings(tmp_path, fake.base_url)
-    server = build_slack_server(settings, toy_components(settings))
-    assert slack_mode(settings) == "http" and server.mode == "http"
+    components = toy_components(settings)
+    server = toy_slack_server(settings, components)
+    assert server.mode == "http" and not server.config.socket_mode
     assert {"/slack/events", "/healthz", "/readyz", "/metrics"} <= _paths(server.http_app)
-    server.components.store.close()
+    components.store.close()
 
 
 def test_socket_mode_is_chosen_by_the_app_token_and_runs_the_same_listeners(tmp_path, fake):
     http_settings = toy_settings(tmp_path / "a", fake.base_url)
     socket_settings = toy_settings(tmp_path / "b", fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
-    http = build_slack_server(http_settings, toy_components(http_settings))
-    socket = build_slack_server(socket_settings, toy_components(socket_settings))
-    assert slack_mode(socket_settings) == "socket" and socket.mode == "socket"
+    both = [toy_components(http_settings), toy_components(socket_settings)]
+    http, socket = toy_slack_server(http_settings, both[0]), toy_slack_server(socket_settings, both[1])
+    assert socket.mode == "socket" and socket.config.socket_mode
     assert "/slack/events" not in _paths(socket.http_app) and "/healthz" in _paths(socket.http_app)
 
     async def inspect_handler() -> None:  # the handler opens an aiohttp session: needs a running loop
@@ -107,37 +103,36 @@ def test_socket_mode_is_chosen_by_the_app_token_and_runs_the_same_listeners(tmp_
 
     assert "AsyncRequestVerification" in middleware(http.bot)
     assert "AsyncRequestVerification" not in middleware(socket.bot)  # Socket Mode requests are not signed
-    for server in (http, socket):
-        server.components.store.close()
+    for components in both:
+        components.store.close()
 
 
 def test_start_up_checks_the_token_and_the_index(tmp_path, fake):
     settings = toy_settings(tmp_path, fake.base_url)
-    server = build_slack_server(settings, toy_components(settings))
-    identity = asyncio.run(check_slack_token(server.bot))
+    identity = check_token(slack_config(settings))
     assert BOT_USER_ID in identity
     fake.fail_next("auth.test", error="invalid_auth")
-    with pytest.raises(SlackSetupError, match="rejected SLACK_BOT_TOKEN.*invalid_auth"):
-        asyncio.run(check_slack_token(server.bot))
-    warm_up(server.components)  # the toy collection is there
+    with pytest.raises(ServeSetupError, match="rejected SLACK_BOT_TOKEN.*invalid_auth"):
+        check_token(slack_config(settings))
+    components = toy_components(settings)
+    warm_up(components)  # the toy collection is there
 
     empty = toy_settings(tmp_path / "empty", fake.base_url, collection="ll144")
-    empty_server = build_slack_server(empty, toy_components(empty, indexed=False))
-    with pytest.raises(SlackSetupError, match="hypa index build ll144"):
-        warm_up(empty_server.components)
-    ready = TestClient(empty_server.http_app).get("/readyz")  # bot.health's checks, mounted by build_slack_server
+    empty_components = toy_components(empty, indexed=False)
+    empty_server = toy_slack_server(empty, empty_components)
+    with pytest.raises(ServeSetupError, match="hypa index build ll144"):
+        warm_up(empty_components)
+    ready = TestClient(empty_server.http_app).get("/readyz")  # bot.health's checks, mounted by build_server
     assert ready.status_code == 503 and ready.json()["checks"] == {"index": False, "database": True, "answering": True}
-    for s in (server, empty_server):
-        s.components.store.close()
+    for c in (components, empty_components):
+        c.store.close()
 
 
 def test_unreachable_slack_api_is_a_clear_start_up_error(tmp_path, fake):
     settings = toy_settings(tmp_path, "http://127.0.0.1:9/api/")  # the discard port: connection refused
-    server = build_slack_server(settings, toy_components(settings))
-    server.bot.client.retry_handlers = []  # fail fast instead of retrying the connection
-    with pytest.raises(SlackSetupError, match="cannot reach the Slack API at http://127.0.0.1:9/api/"):
-        asyncio.run(check_slack_token(server.bot))
-    server.components.store.close()
+    config = dataclasses.replace(slack_config(settings), connection_retries=0)  # fail fast instead of retrying
+    with pytest.raises(ServeSetupError, match="cannot reach the Slack API at http://127.0.0.1:9/api/"):
+        check_token(config)
 
 
 # --- Socket Mode end to end: a fake Socket Mode WebSocket (aiohttp) + the fake Web API -----------
@@ -192,13 +187,14 @@ def test_socket_mode_end_to_end(tmp_path: Path, fake: FakeSlack):
          "retry_reason": "timeout", "payload": body},
     ]
     settings = toy_settings(tmp_path, fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
-    server = build_slack_server(settings, toy_components(settings), metrics=Metrics())
+    components = toy_components(settings)
+    server = toy_slack_server(settings, components, metrics=Metrics())
 
     async def scenario() -> list[dict]:
         socket_server = FakeSocketModeServer(socket_envelopes)
         await socket_server.start()
         fake.socket_mode_url = socket_server.url
-        handler = await open_socket_mode(server.bot, APP_TOKEN)
+        handler = await open_socket_mode(server.bot)
         try:
             await asyncio.wait_for(socket_server.acked.wait(), 10)
             await asyncio.to_thread(fake.wait_for, lambda: fake.calls_to("chat.update"), 10)
@@ -215,7 +211,7 @@ def test_socket_mode_end_to_end(tmp_path: Path, fake: FakeSlack):
     assert len(placeholder) == 1 and placeholder[0].params["thread_ts"] == event["ts"]
     update = fake.calls_to("chat.update")
     assert len(update) == 1 and "$500" in update[0].params["text"]
-    server.components.store.close()
+    components.store.close()
 
 
 # --- the app manifest -----------------------------------------------------------------------------
@@ -275,8 +271,8 @@ def test_the_two_manifests_differ_only_in_how_slack_reaches_the_bot():
 
 def test_the_bot_calls_only_the_web_api_methods_the_manifest_covers(tmp_path, fake):
     """Drive every code path that talks to Slack and compare the methods used with BOT_API_METHODS."""
-    from tests.fakes.slack_server import block_actions, message_event, reaction_event
-    from tests.slack_harness import running_bot
+    from hypa_testkit.fakes.slack_server import block_actions, message_event, reaction_event
+    from hypa_testkit.slack_harness import running_bot
 
     with running_bot(tmp_path, fake) as bot:
         event = mention_event(f"<@{BOT_USER_ID}> What is the civil penalty for a first violation?")
@@ -297,7 +293,7 @@ def test_the_bot_calls_only_the_web_api_methods_the_manifest_covers(tmp_path, fa
 
 def _drive_the_review_loop(bot, fake, event, answer, answer_id) -> None:
     """/hypa, Share, 👎 + reason, Ask a person, and a reviewer's correction, through the bot's review channel."""
-    from tests.fakes.slack_server import block_actions, slash_command, view_submission
+    from hypa_testkit.fakes.slack_server import block_actions, slash_command, view_submission
 
     bot.server.bot.review.review_channel = "C0REVIEW1"
     bot.slack.send_command(slash_command("What is a widget audit?", response_url=fake.response_url("c1")))
@@ -322,17 +318,19 @@ def _drive_the_review_loop(bot, fake, event, answer, answer_id) -> None:
 
 def test_a_rejected_app_token_stops_socket_mode_with_a_clear_error(tmp_path: Path, fake: FakeSlack):
     settings = toy_settings(tmp_path, fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
-    server = build_slack_server(settings, toy_components(settings))
+    components = toy_components(settings)
+    server = toy_slack_server(settings, components)
     fake.fail_next("apps.connections.open", error="invalid_auth")
-    with pytest.raises(SlackSetupError, match="rejected SLACK_APP_TOKEN.*invalid_auth.*connections:write"):
-        asyncio.run(open_socket_mode(server.bot, APP_TOKEN))
-    server.components.store.close()
+    with pytest.raises(ServeSetupError, match="rejected SLACK_APP_TOKEN.*invalid_auth.*connections:write"):
+        asyncio.run(open_socket_mode(server.bot))
+    components.store.close()
 
 
-def test_cli_reports_a_database_that_cannot_be_opened_without_a_traceback(tmp_path, monkeypatch):
+def test_cli_reports_a_database_that_cannot_be_opened_without_a_traceback(tmp_path, monkeypatch, fake):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("bot.logging_setup.configure_logging", lambda settings: None)
     env = {"SLACK_BOT_TOKEN": "xoxb-1-2-3", "SLACK_SIGNING_SECRET": "s3cret", "SLACK_APP_TOKEN": "",
+           "SLACK_API_BASE_URL": fake.base_url,  # the token is checked (and accepted) before the database opens
            "HYPA_DATA_DIR": str(tmp_path), "HYPA_DATABASE_URL": "nosuchdb://admin:hunter2@db.internal/hypa"}
     result = CliRunner().invoke(cli, ["serve", "slack"], env=env)
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
@@ -343,7 +341,8 @@ def test_cli_reports_a_database_that_cannot_be_opened_without_a_traceback(tmp_pa
 def test_shutdown_disconnects_socket_mode_before_draining_answers_in_flight(tmp_path: Path, fake: FakeSlack):
     """Events acknowledged after the drain would never be answered: Socket Mode stops taking them first."""
     settings = toy_settings(tmp_path, fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
-    server = build_slack_server(settings, toy_components(settings))
+    components = toy_components(settings)
+    server = toy_slack_server(settings, components)
     bot = server.bot
     seen: dict[str, bool] = {}
 
@@ -362,26 +361,27 @@ def test_shutdown_disconnects_socket_mode_before_draining_answers_in_flight(tmp_
 
     asyncio.run(scenario())
     assert seen == {"disconnected_while_draining": True}
-    server.components.store.close()
+    components.store.close()
 
 
 def test_socket_mode_slash_command_is_acked_with_the_ephemeral_placeholder_and_answered_privately(tmp_path: Path,
                                                                                                   fake: FakeSlack):
     """The manifest's default: /hypa over Socket Mode, acknowledged on the socket, answered at the response_url."""
     from adapters.slack.blocks import PLACEHOLDER_TEXT
-    from tests.fakes.slack_server import slash_command
+    from hypa_testkit.fakes.slack_server import slash_command
 
     fields = slash_command("What is the civil penalty for a first violation?", response_url=fake.response_url("sm"))
     envelopes = [{"envelope_id": "env-cmd", "type": "slash_commands", "accepts_response_payload": True,
                   "payload": fields}]
     settings = toy_settings(tmp_path, fake.base_url, slack_app_token=APP_TOKEN, slack_signing_secret="")
-    server = build_slack_server(settings, toy_components(settings), metrics=Metrics())
+    components = toy_components(settings)
+    server = toy_slack_server(settings, components, metrics=Metrics())
 
     async def scenario() -> list[dict]:
         socket_server = FakeSocketModeServer(envelopes)
         await socket_server.start()
         fake.socket_mode_url = socket_server.url
-        handler = await open_socket_mode(server.bot, APP_TOKEN)
+        handler = await open_socket_mode(server.bot)
         try:
             await asyncio.wait_for(socket_server.acked.wait(), 10)
             await asyncio.to_thread(fake.wait_for, lambda: fake.responses("sm"), 10)
@@ -396,4 +396,4 @@ def test_socket_mode_slash_command_is_acked_with_the_ephemeral_placeholder_and_a
     (answer,) = fake.responses("sm")
     assert answer["response_type"] == "ephemeral" and "$500" in answer["text"]
     assert fake.calls_to("chat.postMessage") == []
-    server.components.store.close()
+    components.store.close()

@@ -18,12 +18,12 @@ from sqlalchemy.exc import IntegrityError
 
 from core.conversation import AnswerNotShownHere, FeedbackEvent, IncomingMessage, UnknownAnswer
 from core.types import Citation
+from hypa_testkit.postgres import POSTGRES_URL, fresh_postgres_database
 from storage.sql import AnswerRecord, ConversationStore
 from storage.sql.engine import _sqlite_on_connect
 from storage.sql.migrate import alembic_config, current_revision, head_revision
 from storage.sql.models import Base
 from storage.sql.store import MAX_CLAIM_ATTEMPTS, insert_if_absent
-from tests.helpers import POSTGRES_URL, fresh_postgres_database
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -31,7 +31,7 @@ T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request, tmp_path):
     """Every test on this fixture runs on SQLite, and on a fresh PostgreSQL database when
-    HYPA_TEST_POSTGRES_URL is set (tests/helpers.py)."""
+    HYPA_TEST_POSTGRES_URL is set (hypa_testkit/postgres.py)."""
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'fresh' / 'store.sqlite3'}"  # the store creates the folder
         return

@@ -24,8 +24,7 @@ from bot.metrics import Metrics
 from bot.serve_telegram import TelegramServer, build_telegram_server
 from core.conversation import IncomingMessage
 from core.types import Answer
-from storage.sql.models import Base
-from tests.fakes.telegram_server import (
+from hypa_testkit.fakes.telegram_server import (
     BOT_USERNAME,
     FakeTelegram,
     callback_query,
@@ -36,7 +35,8 @@ from tests.fakes.telegram_server import (
     reaction,
     user,
 )
-from tests.helpers import toy_generator, toy_service
+from hypa_testkit.toy import toy_generator, toy_service
+from storage.sql.models import Base
 
 # PTB's own AIORateLimiter reads RetryAfter.retry_after, which warns about a future type change.
 pytestmark = pytest.mark.filterwarnings("ignore:Deprecated since version v22.2:DeprecationWarning")
@@ -666,7 +666,7 @@ def test_a_long_outage_stays_a_few_log_lines(caplog):
 
 def test_sources_link_to_the_official_text_in_html_telegram_accepts(tmp_path, fake):
     from core.links import CitationLinks, DocumentLinks, LinkingGenerator
-    from tests.fakes.telegram_server import telegram_html
+    from hypa_testkit.fakes.telegram_server import telegram_html
 
     links = CitationLinks(lambda collection: {"toy-doc": DocumentLinks.single('https://toy.example/code?v=2&s={section}')})
     bot = BotProcess(tmp_path, fake, generator=LinkingGenerator(toy_generator(), links))

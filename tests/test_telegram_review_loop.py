@@ -13,7 +13,7 @@ from adapters.telegram.review import (
     NOTIFIED,
     REVIEW_ONLY_IN_CHAT,
 )
-from tests.fakes.telegram_server import FakeTelegram, callback_query, group_chat, message, private_chat, user
+from hypa_testkit.fakes.telegram_server import FakeTelegram, callback_query, group_chat, message, private_chat, user
 from tests.test_telegram_bot import BotProcess, answers_in, eventually
 
 pytestmark = pytest.mark.filterwarnings("ignore:Deprecated since version v22.2:DeprecationWarning")

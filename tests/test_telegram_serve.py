@@ -7,14 +7,11 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli import app
-from bot.serve_telegram import (
-    ServeError,
-    check_token,
-    missing_settings,
-    telegram_config,
-)
+from bot.configs import telegram_config
+from bot.serve_chat import ServeSetupError
+from bot.serve_telegram import check_token, missing_settings
 from bot.settings import Settings
-from tests.fakes.telegram_server import FakeTelegram
+from hypa_testkit.fakes.telegram_server import FakeTelegram
 
 
 @pytest.fixture
@@ -64,13 +61,13 @@ def test_a_token_telegram_rejects_is_a_clear_error(env):
 def test_check_token_returns_the_bot_username_and_explains_an_unreachable_api():
     with FakeTelegram() as fake:
         settings = Settings(telegram_bot_token=fake.token, telegram_api_base_url=fake.base_url, _env_file=None)
-        assert check_token(telegram_config(settings)) == fake.bot_user["username"]
+        assert check_token(telegram_config(settings)) == "@" + fake.bot_user["username"]
         assert [c.method for c in fake.calls] == ["getMe"]
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     settings = Settings(telegram_bot_token="1:x", telegram_api_base_url=f"http://127.0.0.1:{port}/bot", _env_file=None)
-    with pytest.raises(ServeError, match="cannot reach the Telegram Bot API"):
+    with pytest.raises(ServeSetupError, match="cannot reach the Telegram Bot API"):
         check_token(telegram_config(settings))
 
 
@@ -80,9 +77,9 @@ def test_a_webhook_url_telegram_refuses_is_a_clear_error_before_serving():
         settings = Settings(telegram_bot_token=fake.token, telegram_api_base_url=fake.base_url,
                             telegram_webhook_url="https://bot.example.com/telegram/webhook",
                             telegram_webhook_secret="s3cret", _env_file=None)
-        with pytest.raises(ServeError, match="(?i)Telegram refused TELEGRAM_WEBHOOK_URL .*https url must be provided"):
+        with pytest.raises(ServeSetupError, match="(?i)Telegram refused TELEGRAM_WEBHOOK_URL .*https url must be provided"):
             check_token(telegram_config(settings))
         fake.calls.clear()
-        assert check_token(telegram_config(settings)) == fake.bot_user["username"]  # accepted the second time
+        assert check_token(telegram_config(settings)) == "@" + fake.bot_user["username"]  # accepted the second time
         assert [c.method for c in fake.calls] == ["getMe", "setWebhook"]
         assert fake.webhook["secret_token"] == "s3cret"

@@ -18,6 +18,8 @@ from bot.wiring import Components
 from core.errors import CollectionNotFound, MigrationError, WeaviateImportError, WeaviateUnavailable, WeaviateWriteError
 from core.index import ChunkIndex
 from core.types import Chunk
+from hypa_testkit.fakes.weaviate_server import FakeWeaviate
+from hypa_testkit.toy import TOY_CHUNKS, make_chunk
 from storage.embedded import EmbeddedIndex, embedded_view
 from storage.embedder import HashingEmbedder
 from storage.weaviate_index import (
@@ -29,8 +31,6 @@ from storage.weaviate_index import (
     copy_collection,
     properties_to_chunk,
 )
-from tests.fakes.weaviate_server import FakeWeaviate
-from tests.helpers import TOY_CHUNKS, make_chunk
 
 EMBEDDER = HashingEmbedder(32)
 

@@ -16,10 +16,10 @@ import pytest
 from bot.settings import Settings
 from bot.wiring import Components
 from core.fusion import fuse
+from hypa_testkit.toy import make_chunk
 from storage.embedded import EmbeddedIndex
 from storage.embedder import HashingEmbedder
 from storage.weaviate_index import WEAVIATE_SUBSEARCH_LIMIT
-from tests.helpers import make_chunk
 
 WORDS = [f"w{i}" for i in range(60)]
 

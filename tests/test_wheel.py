@@ -57,7 +57,7 @@ def _tracked_sources(dest: Path) -> list[str]:
 
 def _quote_first_document(request):
     """Fake Claude: the first document's text, cited correctly."""
-    from tests.fakes.anthropic_server import cite, message, reply, text_block
+    from hypa_testkit.fakes.anthropic_server import cite, message, reply, text_block
 
     content = request.body["messages"][-1]["content"]
     document = next(block for block in content if block.get("type") == "document")
@@ -113,7 +113,7 @@ def test_every_file_the_code_may_read_is_in_the_wheel(installed):
 
 
 def test_the_installed_wheel_answers_with_claude_from_an_empty_directory(installed, tmp_path):
-    from tests.fakes.anthropic_server import FakeAnthropic
+    from hypa_testkit.fakes.anthropic_server import FakeAnthropic
 
     venv, purelib = installed["venv"], installed["purelib"]
     hypa = venv / "bin" / "hypa"

@@ -110,13 +110,19 @@ T = TypeVar("T")
 class SlackConfig:
     bot_token: str  # xoxb-…
     signing_secret: str  # HTTP mode: verifies every request; unused in Socket Mode
+    app_token: str = ""  # xapp-…: set = Socket Mode (the bot connects to Slack; no public URL)
     api_base_url: str = "https://slack.com/api/"
-    socket_mode: bool = False
     rate_limit_retries: int = 3  # 429 + Retry-After, handled by slack_sdk
+    connection_retries: int = 2  # a reset or refused connection, retried by slack_sdk
     drain_timeout_s: float = 30.0  # shutdown waits this long for answers in flight
     max_concurrent_answers: int = MAX_CONCURRENT_ANSWERS  # see adapters/delivery.py
     command: str = DEFAULT_COMMAND  # the slash command answering privately (declared in manifest.yml)
     review_channel: str = ""  # HYPA_REVIEW_CHANNEL: where 👎 reasons and "Ask a person" go; "" = off
+
+    @property
+    def socket_mode(self) -> bool:
+        """Events arrive over a WebSocket the bot opens (SLACK_APP_TOKEN), not at /slack/events."""
+        return bool(self.app_token)
 
 
 def configure_web_client(client: AsyncWebClient, config: SlackConfig) -> AsyncWebClient:
@@ -126,7 +132,7 @@ def configure_web_client(client: AsyncWebClient, config: SlackConfig) -> AsyncWe
     client.base_url = config.api_base_url if config.api_base_url.endswith("/") else config.api_base_url + "/"
     client.timeout = 30
     client.retry_handlers = [
-        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        AsyncConnectionErrorRetryHandler(max_retry_count=config.connection_retries),
         AsyncRateLimitErrorRetryHandler(max_retry_count=config.rate_limit_retries),
     ]
     return client

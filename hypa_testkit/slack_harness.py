@@ -2,7 +2,7 @@
 
 Real everything (Components, StoredConversationService, ConversationStore on SQLite, SlackBot,
 bot.http_app, uvicorn, slack_sdk's HTTP client) except the embedding model (HashingEmbedder) and
-Slack itself (tests/fakes/slack_server.py).
+Slack itself (hypa_testkit/fakes/slack_server.py).
 """
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.configs import slack_config
 from bot.metrics import Metrics
+from bot.serve_chat import build_server
 from bot.serve_slack import SlackServer, build_slack_server
 from bot.settings import Settings
 from bot.wiring import Components
 from core.extractive import candidate_sentences
+from hypa_testkit.fakes.slack_server import FakeSlack, SlackEvents, serve_in_thread
+from hypa_testkit.toy import TOY_CHUNKS
 from storage.embedder import HashingEmbedder
-from tests.fakes.slack_server import FakeSlack, SlackEvents, serve_in_thread
-from tests.helpers import TOY_CHUNKS
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_TOKEN = "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy"
@@ -54,6 +56,11 @@ def toy_components(settings: Settings, *, indexed: bool = True) -> Components:
     return components
 
 
+def toy_slack_server(settings: Settings, components: Components, metrics: Metrics | None = None) -> SlackServer:
+    """The server `hypa serve slack` builds (bot.serve_chat.build_server) over `components`."""
+    return build_server(build_slack_server, slack_config(settings), components, metrics or Metrics())
+
+
 @dataclass
 class RunningBot:
     server: SlackServer
@@ -74,7 +81,7 @@ def running_bot(data_dir: Path, fake: FakeSlack, **settings_overrides) -> Iterat
     """
     settings = toy_settings(data_dir, fake.base_url, **settings_overrides)
     components = toy_components(settings)
-    server = build_slack_server(settings, components, metrics=Metrics())
+    server = toy_slack_server(settings, components)
     with serve_in_thread(server.http_app) as base_url:
         events = SlackEvents(f"{base_url}/slack/events", settings.slack_signing_secret)
         try:

@@ -1,4 +1,4 @@
-"""What the fake HTTP APIs in tests/fakes share: a ThreadingHTTPServer on 127.0.0.1 in a daemon thread.
+"""What the fake HTTP APIs in hypa_testkit/fakes share: a ThreadingHTTPServer on 127.0.0.1 in a daemon thread.
 
 A fake subclasses `LocalHTTPFake` (start()/stop(), or use it as a context manager) and answers requests
 with a subclass of `FakeAPIHandler` whose `handle_request()` reads the body with `read_body()` and

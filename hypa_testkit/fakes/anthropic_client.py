@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from core.llm.client import ClaudeClient, ClientConfig, RetryPolicy
-from tests.fakes.anthropic_server import FakeAnthropic
+from hypa_testkit.fakes.anthropic_server import FakeAnthropic
 
 
 def make_client(fake: FakeAnthropic, **overrides) -> ClaudeClient:

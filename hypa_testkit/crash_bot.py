@@ -1,12 +1,12 @@
 """A chat bot in its own process, built like `hypa serve slack|telegram`, that a test can SIGKILL.
 
-    python -m tests.crash_bot slack    --data-dir D --api-base URL --port-file F [--answer-delay S]
-    python -m tests.crash_bot telegram --data-dir D --api-base URL --port-file F [--answer-delay S]
+    python -m hypa_testkit.crash_bot slack    --data-dir D --api-base URL --port-file F [--answer-delay S]
+    python -m hypa_testkit.crash_bot telegram --data-dir D --api-base URL --port-file F [--answer-delay S]
     ... [--set SETTING=VALUE ...]   (any Settings field, e.g. --set anthropic_base_url=http://…)
 
 Real everything (Components, the stored conversation service on SQLite or HYPA_DATABASE_URL,
 slack-bolt / python-telegram-bot, uvicorn) over the toy index with the model-free embedder, against
-a fake platform API (tests/fakes). `--answer-delay` makes every answer take that long, so a kill lands
+a fake platform API (hypa_testkit/fakes). `--answer-delay` makes every answer take that long, so a kill lands
 "mid-answer". The HTTP port (health, metrics, Slack events) is chosen by the OS and written to
 `--port-file` once the server listens. `CrashBot` starts, kills and restarts it from a test or bench.
 """
@@ -42,28 +42,25 @@ def _serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     from bot.metrics import Metrics
-    from tests.slack_harness import toy_components, toy_settings
+    from bot.serve_chat import build_server
+    from hypa_testkit.slack_harness import toy_components, toy_settings
 
     overrides = {"delivery_lease_s": args.lease, "database_url": args.database_url}
     overrides |= dict(item.split("=", 1) for item in args.set)  # strings: Settings converts them
     if args.platform == "telegram":
-        from tests.fakes.telegram_server import TOKEN
+        from hypa_testkit.fakes.telegram_server import TOKEN
 
         overrides |= {"telegram_bot_token": TOKEN, "telegram_api_base_url": args.api_base}
     settings = toy_settings(Path(args.data_dir), args.api_base, **overrides)
     components = toy_components(settings)
     if args.answer_delay > 0:
         components.pipeline.generator = SlowGenerator(components.pipeline.generator, args.answer_delay)
-    metrics = Metrics()
+    # Built as `hypa serve` builds it (bot.serve_chat.build_server); serving is uvicorn on a socket of our own.
     if args.platform == "slack":
-        from bot.serve_slack import build_slack_server
-
-        app = build_slack_server(settings, components, metrics=metrics).http_app
+        from bot.serve_slack import PLATFORM as platform
     else:
-        from bot.serve_telegram import build_telegram_server, telegram_config
-
-        service = components.conversation(metrics)
-        app = build_telegram_server(telegram_config(settings), service, metrics=metrics).http_app
+        from bot.serve_telegram import PLATFORM as platform
+    app = build_server(platform.build_server, platform.config(settings), components, Metrics()).http_app
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -90,7 +87,7 @@ class CrashBot:
         port_file = self.data_dir / f"{self.platform}.port"
         port_file.unlink(missing_ok=True)
         command = [
-            sys.executable, "-m", "tests.crash_bot", self.platform, "--data-dir", str(self.data_dir),
+            sys.executable, "-m", "hypa_testkit.crash_bot", self.platform, "--data-dir", str(self.data_dir),
             "--api-base", self.api_base, "--port-file", str(port_file), "--answer-delay", str(self.answer_delay_s),
             "--lease", str(self.lease_s), "--database-url", self.database_url,
         ]

@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl
 
-from tests.fakes.local_http import FakeAPIHandler, LocalHTTPFake
+from hypa_testkit.fakes.local_http import FakeAPIHandler, LocalHTTPFake
 
 TOKEN = "123456:TEST-token"
 BOT_ID = 777000111

@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
-from tests.fakes.local_http import FakeAPIHandler, LocalHTTPFake
+from hypa_testkit.fakes.local_http import FakeAPIHandler, LocalHTTPFake
 
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"

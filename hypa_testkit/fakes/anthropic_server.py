@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Union
 
-from tests.fakes.local_http import FakeAPIHandler, LocalHTTPFake
+from hypa_testkit.fakes.local_http import FakeAPIHandler, LocalHTTPFake
 
 # --- wire-format builders ---------------------------------------------------------------------
 

@@ -1,1 +1,0 @@
-"""Test doubles shared across tests (e.g. a fake Anthropic API server)."""
