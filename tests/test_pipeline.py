@@ -104,9 +104,11 @@ def test_a_machines_settings_never_reach_a_test(tmp_path):
 
     from bot.settings import Settings
 
+    # The one HYPA_* a test run sets itself: no embedding tuning before a test's index (conftest).
     assert "ANTHROPIC_API_KEY" not in os.environ and not any(
-        k.startswith("HYPA_") and not k.startswith("HYPA_TEST_") for k in os.environ
+        k.startswith("HYPA_") and not k.startswith("HYPA_TEST_") and k != "HYPA_TUNE_EMBEDDINGS" for k in os.environ
     )
+    assert os.environ["HYPA_TUNE_EMBEDDINGS"] == "false"
     (tmp_path / ".env").write_text("ANTHROPIC_API_KEY=sk-from-a-dotenv\nHYPA_TOP_K=3\n")
     here = os.getcwd()
     os.chdir(tmp_path)
