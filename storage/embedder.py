@@ -86,7 +86,7 @@ def _model_fingerprint(model_dir: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def _quiet_weight_loading() -> None:
+def quiet_weight_loading() -> None:
     # transformers prints a "Loading weights" bar on stderr for every load; it would garble CLI output.
     with contextlib.suppress(Exception):  # cosmetic only: never worth failing a load
         from transformers.utils import logging as hf_logging
@@ -236,7 +236,7 @@ class Embedder:
         _force_offline()
         from sentence_transformers import SentenceTransformer
 
-        _quiet_weight_loading()
+        quiet_weight_loading()
         model = SentenceTransformer(
             str(self.model_dir), device=self.device, local_files_only=True
         )

@@ -9,15 +9,17 @@ place only when complete, so a stopped run leaves no half model.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from core.errors import EmbeddingModelNotFound
+from storage.embedder import quiet_weight_loading
 
 TUNING_RECORD = "hypa_tuning.json"
 
@@ -38,6 +40,21 @@ class TuningRecord:
     setup: TuningSetup
     tuned_at: str
     note: str = ""
+
+
+@contextlib.contextmanager
+def _quiet_saving() -> Iterator[None]:
+    """No "Writing model shards" bar from huggingface_hub in the CLI's output."""
+    try:
+        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+    except ImportError:  # an older hub: its bar is only cosmetic
+        yield
+        return
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        enable_progress_bars()
 
 
 def is_tuned_model(path: Path) -> bool:
@@ -68,12 +85,15 @@ def tune_embedding_model(
     order = list(pairs)
     random.Random(setup.seed).shuffle(order)
     batches = [order[i : i + setup.batch_size] for i in range(0, len(order) - setup.batch_size + 1, setup.batch_size)]
-    model = SentenceTransformer(str(base), device="cpu")
+    quiet_weight_loading()
+    model = SentenceTransformer(str(base), device="cpu", local_files_only=True)
+    # sentence-transformers 6 renamed tokenize to preprocess (the old name warns on every call).
+    encode_inputs = getattr(model, "preprocess", None) or model.tokenize
     model.train()
     optimiser = torch.optim.AdamW(model.parameters(), lr=setup.learning_rate)
     for done, batch in enumerate(batches, start=1):
-        anchors = F.normalize(model(model.tokenize([a for a, _ in batch]))["sentence_embedding"], dim=-1)
-        positives = F.normalize(model(model.tokenize([p for _, p in batch]))["sentence_embedding"], dim=-1)
+        anchors = F.normalize(model(encode_inputs([a for a, _ in batch]))["sentence_embedding"], dim=-1)
+        positives = F.normalize(model(encode_inputs([p for _, p in batch]))["sentence_embedding"], dim=-1)
         logits = anchors @ positives.T * setup.scale
         labels = torch.arange(len(batch))
         loss = (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels)) / 2
@@ -89,7 +109,8 @@ def tune_embedding_model(
     )
     staging = out.with_name(out.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
-    model.save(str(staging))
+    with _quiet_saving():
+        model.save(str(staging))
     (staging / TUNING_RECORD).write_text(json.dumps(asdict(record), indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
