@@ -98,11 +98,20 @@ _CLASSIFYING_WORDS = frozenset(content_terms(
 _CATEGORY_SYNONYMS = {"ban": "prohibit"}
 
 
+def _clauses(question: str) -> list[str]:
+    """The question's clauses without the law's name, small talk and end punctuation."""
+    out = []
+    for part in _CLAUSE_BREAK.split(question):
+        if part:
+            part = _OPENING.sub("", _THE_LAW.sub(" ", part).strip()).strip(" ,.;:?!\"'")
+            out.append(" ".join(part.split()))
+    return out
+
+
 def classification(question: str) -> tuple[str, frozenset[str]] | None:
     """("CV-screening tool", {"high", "risk"}) for "Is our CV-screening tool high-risk?": the thing
     asked about and the word stems of the category it may belong to; None for other questions."""
-    for part in _CLAUSE_BREAK.split(question):
-        part = " ".join(_OPENING.sub("", _THE_LAW.sub(" ", part or "").strip()).split()).strip(" ,.;:?!\"'")
+    for part in _clauses(question):
         m = _CLASSIFY.match(part)
         if m is None:
             continue
@@ -118,12 +127,7 @@ def focus_pieces(question: str) -> list[str]:
     """The question's sentences and clauses that ask something, cleaned of the law's name and small
     talk, plus the subject of a classification question; at most MAX_PIECES, never the question itself."""
     pieces: list[str] = []
-    for part in _CLAUSE_BREAK.split(question):
-        if not part:
-            continue
-        part = _THE_LAW.sub(" ", part)
-        part = _OPENING.sub("", part.strip()).strip(" ,.;:?!\"'")
-        part = " ".join(part.split())
+    for part in _clauses(question):
         for pattern in (_IS_IT_ALLOWED, _CLASSIFY):
             m = pattern.match(part)
             if m:

@@ -96,7 +96,7 @@ def with_cited_titles(segment: str, references: str) -> str:
         return segment
     titles = {}
     for entry in references.split("; "):
-        name, _, title = entry.partition(": ")
+        name = entry.partition(": ")[0]
         kind, _, number = name.partition(" ")
         titles[(kind, number)] = entry
     cited = list(dict.fromkeys(titles[c] for c in _cited(segment) if c in titles))
