@@ -61,7 +61,7 @@ def corpus_chunks(settings: Settings, count_tokens: Callable[[str], int]) -> tup
                 ))
             read.append(name)
         except (CorpusError, DocumentError, OSError, ValueError) as exc:
-            skipped.append(f"{name}: {str(exc).splitlines()[0]}")
+            skipped.append(f"{name}: {(str(exc).splitlines() or [type(exc).__name__])[0]}")
     return chunks, read, skipped
 
 
