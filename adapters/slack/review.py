@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.review_requests import open_review
 from adapters.slack.blocks import SlackMessage
 from adapters.slack.events import PLATFORM, button_place, slack_order
 from adapters.slack.review_blocks import (
@@ -34,7 +35,7 @@ from adapters.slack.review_blocks import (
     settled_post,
 )
 from core.conversation import AnswerNotShownHere, ConversationService, FeedbackEvent, UnknownAnswer
-from core.review import Exchange, Review, described_reason
+from core.review import Exchange, RequestKind, Review, described_reason
 
 if TYPE_CHECKING:
     from adapters.slack.ephemeral import EphemeralReplies
@@ -183,22 +184,14 @@ class SlackReviewDesk:
     # -- helpers -----------------------------------------------------------------------------------
 
     async def _request_review(
-        self, answer_id: str, requester: str, kind: str, reason: str = "", *, exchange: Exchange | None = None
+        self, answer_id: str, requester: str, kind: RequestKind, reason: str = "", *, exchange: Exchange | None = None
     ) -> bool:
         """Open (or count) the review and post it in the review channel; True once posted."""
         if not self.review_channel:
             return False
-        try:
-            await self._call(self.service.request_review, answer_id, requester, kind)
-            exchange = exchange or await self._call(self.service.exchange, answer_id)
-        except Exception:
-            log.exception("requesting a review of answer %s failed", answer_id)
-            self._count_error("slack_review")
-            return False
+        exchange = await open_review(self.service, self.metrics, PLATFORM, answer_id, requester, kind, exchange)
         if exchange is None:
             return False
-        if self.metrics is not None:
-            self.metrics.count_review(PLATFORM, f"requested_{kind}")
         link = await self._permalink(exchange)
         post = review_post(exchange, requester=requester, kind=kind, reason=reason, thread_link=link)
         return await self.replies.api(

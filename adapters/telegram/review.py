@@ -25,9 +25,18 @@ from telegram.constants import ParseMode
 from telegram.error import TelegramError
 
 from adapters.citations import sources
+from adapters.review_requests import open_review
 from adapters.telegram.render import ASK_PERSON_PREFIX, clean, pack_blocks
 from core.conversation import AnswerNotShownHere, ConversationService, FeedbackEvent, UnknownAnswer
-from core.review import Exchange, ReplyPromptRecord, Review, parse_correction, reason_kind_of, reason_label
+from core.review import (
+    Exchange,
+    ReplyPromptRecord,
+    RequestKind,
+    Review,
+    parse_correction,
+    reason_kind_of,
+    reason_label,
+)
 
 if TYPE_CHECKING:
     from core.metrics import Metrics
@@ -271,23 +280,15 @@ class TelegramReviewDesk:
     # -- helpers -----------------------------------------------------------------------------------
 
     async def _request_review(
-        self, bot: Bot, answer_id: str, requester: TelegramUser | None, kind: str, reason: str = "",
+        self, bot: Bot, answer_id: str, requester: TelegramUser | None, kind: RequestKind, reason: str = "",
         *, exchange: Exchange | None = None,
     ) -> bool:
         if not self.review_chat:
             return False
         who = str(requester.id) if requester is not None else "?"
-        try:
-            await self._call(self.service.request_review, answer_id, who, kind)
-            exchange = exchange or await self._call(self.service.exchange, answer_id)
-        except Exception:
-            log.exception("requesting a review of answer %s failed", answer_id)
-            self._count_error("telegram_review")
-            return False
+        exchange = await open_review(self.service, self.metrics, PLATFORM, answer_id, who, kind, exchange)
         if exchange is None:
             return False
-        if self.metrics is not None:
-            self.metrics.count_review(PLATFORM, f"requested_{kind}")
         parts = review_post_html(exchange, requester=_mention(requester) if requester else "someone", kind=kind,
                                  reason=reason)
         try:
