@@ -105,6 +105,35 @@ def test_a_value_question_leads_with_the_sentence_that_states_the_value_whatever
     assert "$500" in answer.citations[0].quote
 
 
+class _VectorsByText:
+    """Sentence vectors whose cosine to the query vector (e0) is `near` for sentences holding `marker`
+    and `elsewhere` for all others."""
+
+    def __init__(self, marker: str, near: float, elsewhere: float = 0.6):
+        self.marker, self.near, self.elsewhere = marker, near, elsewhere
+
+    def get(self, texts):
+        cos = np.array([self.near if self.marker in t else self.elsewhere for t in texts], dtype=np.float32)
+        return np.stack([cos, np.sqrt(1 - cos**2)], axis=1)
+
+
+@pytest.mark.parametrize("near, refused", [(0.7, False), (0.3, True)])
+def test_a_value_counts_only_in_a_sentence_close_in_meaning_to_the_question(near, refused):
+    # The period shares the question's words either way; only its sentence's meaning decides.
+    stats = TermStats.from_texts(sc.chunk.text for sc in scored())
+    generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", near))
+    answer = generator.generate(
+        "How many business days before selling must a seller notify buyers?",
+        scored(),
+        query_vector=np.array([1.0, 0.0], dtype=np.float32),
+    )
+    assert answer.refused is refused
+    if refused:
+        assert "They state no period or deadline for it." in answer.text
+    else:
+        assert "ten business days" in answer.text
+
+
 def test_a_model_for_other_features_is_refused():
     with pytest.raises(ValueError, match="SENTENCE_FEATURES"):
         ExtractiveGenerator(lambda c: None, model=LinearModel(("x",), np.zeros(1, dtype=np.float32)))
