@@ -208,7 +208,7 @@ class ExtractiveGenerator:
         asked = asked_value(question)
         stating: dict[_Sentence, float] = {}
         if asked is not None:
-            stating = self._stating_asked_value(sentences, chunks, asked, weights, cosines)
+            stating = self._stating_asked_value(sentences, chunks, asked, weights, cosines, stats)
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
         if cosines is not None:
@@ -279,17 +279,19 @@ class ExtractiveGenerator:
         asked: AskedValue,
         weights: dict[str, float],
         cosines: np.ndarray | None,
+        stats: TermStats,
     ) -> dict[_Sentence, float]:
         """The sentences with a clause that states the asked kind of value about what was asked, with
         how much of what was asked their best such clause holds (with the clause before it).
 
         About what was asked: the clause (with the one before it) holds enough of the question's
         other key terms, and the sentence is close enough in meaning to the question."""
-        about = {t: w for t, w in weights.items() if t not in asked.words}
-        # Provisions that mention the question's subject; a value elsewhere is someone else's.
-        about_subject = {
-            s.rank for s in sentences if asked.subject is None or asked.subject in s.terms
-        }
+        about = {t: w for t, w in _unclipped(weights, stats).items() if t not in asked.words}
+        # Provisions that mention the question's subject; a value elsewhere is someone else's. A
+        # subject the collection never uses ("the franchisee") cannot tell one provision from another.
+        subject = asked.subject if asked.subject is not None and stats.doc_freq.get(asked.subject, 0) else None
+        about_subject = {s.rank for s in sentences if subject is None or subject in s.terms}
+        items = _list_items_terms(sentences, chunks)
         stating: dict[_Sentence, float] = {}
         previous: frozenset[str] = frozenset()
         rank = -1
@@ -299,9 +301,13 @@ class ExtractiveGenerator:
             if rank not in about_subject:
                 continue
             close = cosines is None or float(cosines[i]) >= self.config.min_value_similarity
-            for clause in _CLAUSE_END.split(s.text(chunks)):
+            clauses = _CLAUSE_END.split(s.text(chunks))
+            for n, clause in enumerate(clauses):
                 terms = frozenset(content_terms(clause))
-                binding = _coverage(terms | previous, about) if about else 1.0
+                # A lead-in ("The provider shall, for a period ending 10 years after ..., keep at the
+                # disposal of the national competent authorities:") is about the items it leads.
+                context = previous | (items[i] if n == len(clauses) - 1 else frozenset())
+                binding = _coverage(terms | context, about) if about else 1.0
                 if close and states_value(clause, asked) and binding >= self.config.min_value_binding:
                     stating[s] = max(stating.get(s, 0.0), binding)
                 previous = terms
@@ -518,6 +524,35 @@ def _after_heading_lines(text: str, a: int, b: int, heading: str) -> int:
             start = newline + 1
             continue
         return start
+
+
+def _unclipped(weights: dict[str, float], stats: TermStats) -> dict[str, float]:
+    """The question's key terms with clipped words the collection never uses ("docs", "tech", "rep")
+    replaced by the most used of its words they begin ("document", "technic", "repres")."""
+    out: dict[str, float] = {}
+    for term, weight in weights.items():
+        if stats.doc_freq.get(term, 0) == 0 and len(term) >= 3:
+            longer = [t for t in stats.doc_freq if t.startswith(term)]
+            if longer:
+                term = max(longer, key=lambda t: (stats.doc_freq[t], t))
+                weight = stats.idf(term)
+        out[term] = max(weight, out.get(term, 0.0))
+    return out
+
+
+def _list_items_terms(sentences: list[_Sentence], chunks: list[Chunk]) -> list[frozenset[str]]:
+    """Per sentence: when it leads a list (ends in ':'), the terms of the list items after it in its
+    provision; otherwise nothing."""
+    found: list[frozenset[str]] = []
+    for i, s in enumerate(sentences):
+        terms: set[str] = set()
+        if leads_a_list(s.text(chunks)):
+            for after in sentences[i + 1 :]:
+                if after.rank != s.rank or not _LIST_ITEM.match(after.text(chunks)):
+                    break
+                terms |= after.terms
+        found.append(frozenset(terms))
+    return found
 
 
 def _without_overlaps(chosen: list[_Sentence]) -> list[_Sentence]:

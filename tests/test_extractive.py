@@ -205,3 +205,39 @@ def test_a_list_item_quoted_with_its_lead_in_is_not_quoted_again():
     assert answer.text.count("That a widget audit was done") == 1
     quotes = [c.quote for c in answer.citations]
     assert not any(a != b and a in b for a in quotes for b in quotes)
+
+
+_RETENTION = make_chunk(
+    "Toy Code § 1-104",
+    "§ 1-104 Records. The seller shall, for a period ending 3 years after the last sale, keep at the disposal of "
+    "the department:\n(a) each widget audit report;\n(b) the notices sent to buyers.",
+)
+
+
+def _retention_answer(question: str):
+    contexts = [ScoredChunk(_RETENTION, 1.0), *scored()[1:]]
+    # The collection: the retention rule and all of the toy code (§ 1-101's reviewer is not quoted).
+    stats = TermStats.from_texts([_RETENTION.text, *(sc.chunk.text for sc in scored())])
+    return ExtractiveGenerator(lambda c: stats).generate(question, contexts)
+
+
+def test_a_period_in_a_list_lead_in_is_about_the_items_it_leads():
+    # The lead-in holds the period; what it is the period of ("widget audit reports") is in its items.
+    answer = _retention_answer("For how many years do widget audit reports have to be retained?")
+    assert not answer.refused and "3 years" in answer.text
+
+
+def test_a_subject_the_collection_never_uses_does_not_rule_out_every_provision():
+    answer = _retention_answer("How many years does the franchisee have to keep each widget audit report?")
+    assert not answer.refused and "3 years" in answer.text
+    # A subject the collection does use still must be in the provision stating the value.
+    assert _retention_answer("How many years does the reviewer have to keep each widget audit report?").refused
+
+
+def test_clipped_words_stand_for_the_collection_word_they_begin():
+    from core.extractive import _unclipped
+
+    stats = TermStats.from_texts(["technical documentation kept", "documentation of the document"])
+    unclipped = _unclipped({"doc": 9.0, "tech": 9.0, "zzz": 9.0, "kept": 1.0}, stats)
+    assert set(unclipped) == {"document", "technic", "zzz", "kept"}
+    assert unclipped["document"] == stats.idf("document")
