@@ -208,7 +208,11 @@ class ExtractiveGenerator:
         asked = asked_value(question)
         stating: dict[_Sentence, float] = {}
         if asked is not None:
-            stating = self._stating_asked_value(sentences, chunks, asked, weights, cosines, stats)
+            # The value is about what the sentence asking for it names, not the scene around it
+            # ("... after launch? legal is asking for a retention schedule").
+            asking = next((a for a in _SENTENCE.findall(question) if asked_value(a) is not None), question)
+            about = {t: w for t, w in weights.items() if t in set(content_terms(asking))} or weights
+            stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats)
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
         if cosines is not None:

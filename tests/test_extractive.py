@@ -241,3 +241,14 @@ def test_clipped_words_stand_for_the_collection_word_they_begin():
     unclipped = _unclipped({"doc": 9.0, "tech": 9.0, "zzz": 9.0, "kept": 1.0}, stats)
     assert set(unclipped) == {"document", "technic", "zzz", "kept"}
     assert unclipped["document"] == stats.idf("document")
+
+
+def test_the_value_is_bound_to_the_sentence_that_asks_for_it_not_to_the_scene_around_it():
+    question = (
+        "How many business days before selling must a seller notify buyers? Our compliance team keeps "
+        "chasing a rollout schedule for the warehouse staff and the regional managers."
+    )
+    stats = TermStats.from_texts(sc.chunk.text for sc in scored())
+    generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", 0.7))
+    answer = generator.generate(question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32))
+    assert not answer.refused and "ten business days" in answer.text
