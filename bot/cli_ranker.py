@@ -39,7 +39,7 @@ def ranker_train(
 
     from bot.wiring import Components
     from core.errors import ModelWeightsError
-    from core.extractive import SENTENCE_FEATURES
+    from core.extractive import SENTENCE_FEATURES, asking_part
     from core.linear import LinearModel, known_weights, save_models
     from core.ranking import FEATURES
     from core.ranking_train import fit_model, holds_span, read_training_questions, shares_span
@@ -81,7 +81,8 @@ def ranker_train(
 
     def sentence_rows(question, history, collection):  # noqa: ANN001, ANN202
         found = pipeline.retrieve(question, history, collection=collection)
-        candidates = generator.candidates(found.plan.question, found.contexts, found.query_vector)
+        asking = asking_part(found.plan.question, history)
+        candidates = generator.candidates(found.plan.question, found.contexts, found.query_vector, asking)
         return candidates.features, [s.text(candidates.chunks) for s in candidates.sentences]
 
     with _bar() as bar:

@@ -175,7 +175,7 @@ class ExtractiveGenerator:
         query_vector: np.ndarray | None = None,
         asked: str | None = None,  # the user's own words in another language: quotes stay English
     ) -> Answer:
-        found = self.candidates(question, contexts, query_vector)
+        found = self.candidates(question, contexts, query_vector, asking_part(question, history))
         if found.refusal is not None:
             return self._refusal(contexts, found.refusal)
         scores = self.model.score(found.features)
@@ -183,9 +183,17 @@ class ExtractiveGenerator:
         return self._render(_without_overlaps([self._with_list(s, found.chunks) for s in chosen]), found.chunks)
 
     def candidates(
-        self, question: str, contexts: Sequence[ScoredChunk], query_vector: np.ndarray | None = None
+        self,
+        question: str,
+        contexts: Sequence[ScoredChunk],
+        query_vector: np.ndarray | None = None,
+        asking: str | None = None,
     ) -> "_Candidates":
-        """The sentences the answer may quote and their features, or why it must decline."""
+        """The sentences the answer may quote and their features, or why it must decline.
+
+        `asking`: the part of `question` that asks (a follow-up searched together with the question
+        before it asks only its own part: see `asking_part`); None when all of it asks."""
+        asking = asking or question
         quoted = [sc for sc in contexts if sc.kind == "chunk"][: self.config.quote_provisions]
         chunks = [sc.chunk for sc in quoted]
         if not chunks:
@@ -205,13 +213,16 @@ class ExtractiveGenerator:
             if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
                 return _Candidates.declined("They define no such term.")
         cosines = self._cosines(sentences, query_vector)
-        asked = asked_value(question)
+        asked = asked_value(asking)
         stating: dict[_Sentence, float] = {}
         if asked is not None:
             # The value is about what the sentence asking for it names, not the scene around it
-            # ("... after launch? legal is asking for a retention schedule").
-            asking = next((a for a in _SENTENCE.findall(question) if asked_value(a) is not None), question)
-            about = {t: w for t, w in weights.items() if t in set(content_terms(asking))} or weights
+            # ("... after launch? legal is asking for a retention schedule"), and, for a follow-up,
+            # about what the question before it named ("how long do we get?").
+            sentence = next((a for a in _SENTENCE.findall(asking) if asked_value(a) is not None), asking)
+            earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
+            named = set(content_terms(sentence)) | set(content_terms(earlier))
+            about = {t: w for t, w in weights.items() if t in named} or weights
             stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats)
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
@@ -402,6 +413,16 @@ _CALENDAR = frozenset(
 )
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
 _LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z]{3,}(?![\w'’-])")
+
+
+def asking_part(question: str, history: Sequence[Turn]) -> str | None:
+    """The part of `question` that asks, when it is a follow-up searched together with the question
+    before it (core/followup.py: "How long can a real-world test run? and when it wraps up, do we
+    owe the regulator anything?" asks only what the second part does); None otherwise."""
+    earlier = next((t.content.strip() for t in reversed(history) if t.role == "user" and t.content.strip()), "")
+    if not earlier or not question.startswith(earlier):
+        return None
+    return question[len(earlier) :].strip() or None
 
 
 def asking_sentences(question: str) -> list[str]:

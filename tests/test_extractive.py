@@ -252,3 +252,18 @@ def test_the_value_is_bound_to_the_sentence_that_asks_for_it_not_to_the_scene_ar
     generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", 0.7))
     answer = generator.generate(question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32))
     assert not answer.refused and "ten business days" in answer.text
+
+
+def test_a_follow_up_searched_with_the_question_before_it_asks_only_its_own_part():
+    from core.extractive import asking_part
+    from core.types import Turn
+
+    earlier = "How many years must a seller keep its records?"
+    history = [Turn("user", earlier), Turn("assistant", "The loaded regulations don't address this question.")]
+    question = f"{earlier} And what is the civil penalty for a first violation?"
+    assert asking_part(question, history) == "And what is the civil penalty for a first violation?"
+    assert asking_part("Who enforces the law?", history) is None
+    assert asking_part(question, []) is None
+    # The earlier question asked for a period the toy code does not state; the follow-up does not.
+    answer = toy_generator().generate(question, scored(), history)
+    assert not answer.refused and "$500" in answer.text
