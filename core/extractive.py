@@ -51,7 +51,10 @@ class ExtractiveConfig:
     # Provisions the answer may quote from, best-ranked first.
     quote_provisions: int = 4
     max_sentences: int = 3
-    max_words: int = 120
+    # Quotes end at a sentence, so the word limit decides whether a second or third provision's
+    # sentence fits; the key fact is often there. Chosen on the study halves for a readable length
+    # (docs/RESULTS.md: a fourth quote states more facts still, at chat-unfriendly lengths).
+    max_words: int = 160
     # A lead-in that ends in ":" ("... by doing any of the following:") is quoted with the items
     # after it, up to this many words.
     list_words: int = 110
