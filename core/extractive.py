@@ -40,7 +40,7 @@ from core.places import place_and_language_names
 from core.query import THE_LAW
 from core.roles import role_of
 from core.termstats import TermStats
-from core.text import QUESTION_FRAMING, content_terms, quotable_spans, sentence_spans, trim_markup
+from core.text import content_terms, framing_terms, quotable_spans, sentence_spans, trim_markup
 from core.types import Answer, Chunk, Citation, ScoredChunk, Turn
 
 REFUSAL_TEXT = "The loaded regulations don't address this question."
@@ -202,7 +202,7 @@ class ExtractiveGenerator:
         if not chunks:
             return _Candidates.declined("")
         stats = self._term_stats(chunks[0].collection)
-        weights = {t: stats.idf(t) for t in set(content_terms(question)) - QUESTION_FRAMING}
+        weights = {t: stats.idf(t) for t in set(content_terms(question)) - framing_terms(question)}
         sentences = _sentences(chunks)
         # Front matter (a bill's title block, a document's header) states no rule: never the answer
         # while a provision can be quoted.

@@ -32,7 +32,7 @@ from core.query import QueryPlan
 from core.roles import role_of
 from core.segments import SegmentIndex, chunk_segments
 from core.termstats import TermStats
-from core.text import QUESTION_FRAMING, content_terms
+from core.text import content_terms, framing_terms
 from core.types import ScoredChunk
 
 FEATURES: tuple[str, ...] = (
@@ -187,7 +187,7 @@ class FeatureBuilder:
 
     def _coverage(self, question: str, x: np.ndarray) -> None:
         """The `terms` and `segment_terms` columns: idf-weighted share of the question's key terms."""
-        weights = {t: self._stats.idf(t) for t in set(content_terms(question)) - QUESTION_FRAMING}
+        weights = {t: self._stats.idf(t) for t in set(content_terms(question)) - framing_terms(question)}
         total = sum(weights.values())
         if not total:
             return

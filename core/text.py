@@ -54,6 +54,25 @@ QUESTION_FRAMING = frozenset(
     provided stated say says""".split()
 )
 
+# Framing words that are also the law's own words ("providers", "Member States", "technical
+# documentation", "right to explanation"): they frame a question only inside a framing phrase
+# ("according to the document", "as stated in", "give an explanation of").
+_LAW_WORDS_IN_FRAMING = frozenset(stem(w) for w in "provided stated document documents explanation".split())
+_FRAMING_PHRASE = re.compile(
+    r"\b(?:according to|in|from|by|of|within) the documents?\b|\bthe documents? (?:says?|states?|mentions?|provides?)\b"
+    r"|\bas (?:stated|provided|mentioned|described)\b|\b(?:is|are|was|were) stated\b"
+    r"|\b(?:give|provide|offer) (?:an? |some )?explanation\b",
+    re.IGNORECASE,
+)
+
+
+def framing_terms(question: str) -> frozenset[str]:
+    """The stems of `question` that frame it rather than say what it asks about: QUESTION_FRAMING,
+    except that a word the law also uses for what it regulates frames only inside a framing phrase
+    ("Am I entitled to an explanation?" asks about the explanation; "explain" always frames)."""
+    framed = {stem(t) for m in _FRAMING_PHRASE.finditer(question) for t in tokens(m.group(0))}
+    return (QUESTION_FRAMING - _LAW_WORDS_IN_FRAMING) | (_LAW_WORDS_IN_FRAMING & framed)
+
 
 def content_terms(text: str) -> list[str]:
     """Lower-cased, stop-words removed, stemmed terms, in order (duplicates kept)."""
