@@ -5,7 +5,7 @@ import getpass
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 # First: bot.cli_common sets the offline environment before anything imports Hugging Face code.
 from bot.cli_common import SetupErrorsAsMessages, command_group, err, fail as _fail, load_settings as _settings, out  # isort: skip
@@ -260,7 +260,10 @@ def ingest(
             source_url = check_pattern(source_url) if source_url.strip() else ""
         except LinkPatternError as exc:
             _fail(str(exc))
-    failures = _ingest(_components(settings), paths, collection, doc_ids=explicit, source_url=source_url)
+    # The first documents of a fresh index are tuned on with the corpora, so a user's own
+    # regulations are searched with a model that has read them.
+    components = _components_tuned(settings, paths)
+    failures = _ingest(components, paths, collection, doc_ids=explicit, source_url=source_url)
     if failures:
         raise typer.Exit(1)
 
@@ -279,13 +282,16 @@ def index_build(name: str = typer.Argument(..., help="Manifest corpus: ll144 or 
 def index_tune(
     force: bool = typer.Option(False, "--force", help="Tune again, although the index holds collections "
                                "(they must then be rebuilt: delete the index folder and `hypa index build` again)."),
+    include: list[Path] = typer.Option(
+        [], "--include", help="Your own regulation files or folders to tune on as well (repeatable)."
+    ),
 ) -> None:
     """Tune the embedding model on the regulations' own text (headings and their sentences, list
     lead-ins and their items) and our training questions, into data/models/tuned-minilm.
 
-    `hypa index build` does this by itself before a fresh index is built. Every collection must be
-    embedded by the model it is searched with, so an index that already holds collections is left
-    alone unless --force.
+    `hypa index build` does this by itself before a fresh index is built, and so does `hypa ingest`
+    (with the files it ingests). Every collection must be embedded by the model it is searched with,
+    so an index that already holds collections is left alone unless --force.
     """
     settings = _settings()
     if settings.embedding_model:
@@ -294,21 +300,33 @@ def index_tune(
     if collections and not force:
         _fail(f"the index already holds {', '.join(sorted(collections))}, embedded with the current model; "
               "tuning now would make them unsearchable. Use --force, then rebuild them.")
-    _tune_embeddings(settings)
+    missing = [str(p) for p in include if not p.exists()]
+    if missing:
+        _fail(f"no such file or folder to tune on: {', '.join(missing)}")
+    _tune_embeddings(settings, include)
 
 
-def _components_tuned(settings: Settings):
-    """Components, after tuning the embedding model when the index is fresh (bot/embedding_tuning.py)."""
+def _components_tuned(settings: Settings, documents: Sequence[Path] | None = None):
+    """Components, after tuning the embedding model when the index is fresh (bot/embedding_tuning.py).
+
+    `documents`: the user's own files about to be ingested. They are tuned on with the corpora already
+    on disk (nothing is downloaded for them), and an ingest goes on with the package's model when
+    there is nothing to tune on (ingest then says what is wrong with each file)."""
     from bot.embedding_tuning import should_tune
 
     components = _components(settings)
     if should_tune(settings, bool(components.index.collections())):
-        _tune_embeddings(settings)
+        if documents is None:
+            _tune_embeddings(settings)
+        else:
+            _tune_embeddings(settings, documents, download=False, required=False)
         components = _components(settings)  # its embedder is the tuned model now
     return components
 
 
-def _tune_embeddings(settings: Settings) -> None:
+def _tune_embeddings(
+    settings: Settings, documents: Sequence[Path] = (), *, download: bool = True, required: bool = True
+) -> None:
     from bot.corpus import CorpusError
     from bot.embedding_tuning import tune
 
@@ -316,9 +334,17 @@ def _tune_embeddings(settings: Settings) -> None:
     with _progress() as bar:
         task = bar.add_task("tuning the embedding model", total=None)
         try:
-            outcome = tune(settings, progress=lambda done, total: bar.update(task, completed=done, total=total))
+            outcome = tune(
+                settings,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+                documents=documents,
+                download=download,
+            )
         except (CorpusError, ValueError) as exc:
-            _fail(f"cannot tune the embedding model: {exc}")
+            if required:
+                _fail(f"cannot tune the embedding model: {exc}")
+            err.print(f"[yellow]not tuned[/] ({escape(str(exc))}); the package's embedding model is used")
+            return
     for why in outcome.skipped:
         err.print(f"[yellow]not tuned on {why}[/]")
     out.print(f"tuned embedding model written to {settings.tuned_model_dir}: {outcome.record.pairs} pairs from "

@@ -1,5 +1,8 @@
 """Tune the embedding model on the manifest corpora before a fresh index is built (HYPA_TUNE_EMBEDDINGS).
 
+The user's own files are tuned on too when they are what builds the fresh index (`hypa ingest` as the
+first command) or are named (`hypa index tune --include`): the pairs need no questions, only a
+document's own headings and lists, so any regulation can be tuned for.
 Pairs come from the regulations' own structure (core/tuning.py) and, in a source checkout, from our
 training questions (tests/data/user_questions/*_train*.jsonl, never ../shared); the model is saved to
 data/models/tuned-minilm and from then on embeds everything (bot.wiring.embedding_model). Only a fresh
@@ -8,7 +11,7 @@ keeps the model it was built with until it is rebuilt.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from bot.settings import Settings
 from core.errors import DocumentError
 from core.ingest.chunker import chunk_document
 from core.ingest.loaders import load_document
-from core.ingestion import doc_id_for
+from core.ingestion import doc_id_for, select_files
 from core.tuning import tuning_pairs
 from core.types import Chunk
 from storage.embedder import Embedder
@@ -29,8 +32,8 @@ TRAINING_QUESTIONS = Path(__file__).resolve().parent.parent / "tests" / "data" /
 @dataclass(frozen=True)
 class TuningOutcome:
     record: TuningRecord
-    corpora: tuple[str, ...]  # the corpora tuned on
-    skipped: tuple[str, ...]  # "name: why" for corpora that could not be read
+    corpora: tuple[str, ...]  # the corpora and the user's files tuned on
+    skipped: tuple[str, ...]  # "name: why" for corpora and files that could not be read
     questions: int
 
 
@@ -44,15 +47,18 @@ def should_tune(settings: Settings, index_has_collections: bool) -> bool:
     )
 
 
-def corpus_chunks(settings: Settings, count_tokens: Callable[[str], int]) -> tuple[list[Chunk], list[str], list[str]]:
-    """The chunks of every manifest corpus that can be fetched (chunked as ingest chunks them), the
-    corpora read, and "name: why" for those that could not be."""
+def corpus_chunks(
+    settings: Settings, count_tokens: Callable[[str], int], download: bool = True
+) -> tuple[list[Chunk], list[str], list[str]]:
+    """The chunks of every manifest corpus that can be fetched (chunked as ingest chunks them; without
+    `download`, only those already on disk or in the mirror), the corpora read, and "name: why" for
+    those that could not be."""
     chunks: list[Chunk] = []
     read: list[str] = []
     skipped: list[str] = []
     for name in load_manifest().corpora:
         try:
-            files = fetch_corpus(name, settings.corpus_dir, settings.corpus_mirror)
+            files = fetch_corpus(name, settings.corpus_dir, settings.corpus_mirror, allow_download=download)
             for f in files:
                 doc = load_document(f.path)
                 chunks.extend(chunk_document(
@@ -73,10 +79,40 @@ def training_questions(directory: Path = TRAINING_QUESTIONS) -> list[tuple[str, 
     return [(q.question, list(q.evidence)) for q in read_training_questions(files)] if files else []
 
 
-def tune(settings: Settings, progress: Callable[[int, int], None] | None = None) -> TuningOutcome:
-    """Tune the package's model on the corpora (and our training questions) into settings.tuned_model_dir."""
+def document_chunks(
+    paths: Sequence[Path], settings: Settings, count_tokens: Callable[[str], int]
+) -> tuple[list[Chunk], list[str], list[str]]:
+    """The chunks of the user's own files (directories searched as `hypa ingest` searches them), the
+    files read, and "file: why" for those that could not be (a corrupt PDF is not tuned on; ingest
+    then says what is wrong with it)."""
+    chunks: list[Chunk] = []
+    read: list[str] = []
+    skipped: list[str] = []
+    for path in select_files(paths).files:
+        try:
+            doc = load_document(path)
+            chunks.extend(chunk_document(
+                doc, collection="tuning", doc_id=doc_id_for(path), chunk_tokens=settings.chunk_tokens,
+                chunk_overlap=settings.chunk_overlap, count_tokens=count_tokens,
+            ))
+            read.append(path.name)
+        except (DocumentError, OSError, ValueError) as exc:
+            skipped.append(f"{path.name}: {(str(exc).splitlines() or [type(exc).__name__])[0]}")
+    return chunks, read, skipped
+
+
+def tune(
+    settings: Settings,
+    progress: Callable[[int, int], None] | None = None,
+    documents: Sequence[Path] = (),
+    download: bool = True,
+) -> TuningOutcome:
+    """Tune the package's model on the corpora, the user's own `documents` (and our training
+    questions) into settings.tuned_model_dir."""
     base = Embedder(None)
-    chunks, read, skipped = corpus_chunks(settings, base.count_tokens)
+    chunks, read, skipped = corpus_chunks(settings, base.count_tokens, download)
+    own, own_read, own_skipped = document_chunks(documents, settings, base.count_tokens)
+    chunks, read, skipped = chunks + own, read + own_read, skipped + own_skipped
     if not chunks:
         raise CorpusError("no corpus could be read to tune the embedding model on: " + "; ".join(skipped))
     questions = training_questions()

@@ -102,7 +102,9 @@ def test_a_fresh_index_is_built_with_a_model_tuned_first_and_a_built_one_is_left
     the built collection unsearchable, unless --force."""
     import bot.embedding_tuning as tuning
 
-    monkeypatch.setattr(tuning, "corpus_chunks", lambda settings, count: (toy_chunks(), ["toy"], ["other: no file"]))
+    monkeypatch.setattr(
+        tuning, "corpus_chunks", lambda settings, count, download=True: (toy_chunks(), ["toy"], ["other: no file"])
+    )
     monkeypatch.setattr(tuning, "training_questions", lambda: [])
     def small_batches(base, pairs, out, **kw):
         return tune_embedding_model(base, pairs, out, setup=TuningSetup(batch_size=16), **kw)
@@ -118,3 +120,73 @@ def test_a_fresh_index_is_built_with_a_model_tuned_first_and_a_built_one_is_left
     assert asked.exit_code == 0, asked.output  # the index and the questions share the tuned model
     again = CliRunner().invoke(app, ["index", "tune"], env=env)
     assert again.exit_code != 0 and "already holds ll144" in again.output
+
+
+def _own_regulation(path):
+    """A user's own rules: twenty sections, each a heading with two sentences."""
+    sections = [
+        f"## Section {i}. Duties of kiosk operators of class {i}.\n\n"
+        f"(a) An operator of a class {i} kiosk shall inspect its card readers every morning before opening. "
+        f"(b) An operator of a class {i} kiosk shall keep the inspection log for at least {i} months after the inspection.\n"
+        for i in range(1, 21)
+    ]
+    path.write_text("# Kiosk Safety Rules\n\n" + "\n".join(sections), encoding="utf-8")
+    return path
+
+
+def test_the_users_own_files_are_tuned_on_and_an_unreadable_one_is_named(tmp_path):
+    import bot.embedding_tuning as tuning
+
+    rules = _own_regulation(tmp_path / "kiosk-rules.md")
+    (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    chunks, read, skipped = tuning.document_chunks([tmp_path], Settings(data_dir=tmp_path / "d"), lambda t: len(t.split()))
+    assert read == [rules.name] and len(chunks) >= 5
+    assert len(skipped) == 1 and skipped[0].startswith("broken.pdf: ")
+    assert len(tuning_pairs(chunks)) >= 20  # headings with their sentences: enough to tune on
+
+
+def test_ingest_into_a_fresh_index_tunes_on_the_files_it_ingests(tmp_path, monkeypatch):
+    """`hypa ingest` as the first command tunes on the user's files (no corpus is on disk, and none is
+    downloaded for an ingest), then embeds them with the tuned model; the next ingest does not tune."""
+    import bot.embedding_tuning as tuning
+
+    def no_corpus(settings, count, download=True):
+        assert download is False  # an ingest never downloads the manifest corpora to tune on
+        return [], [], ["ll144: not on disk"]
+
+    monkeypatch.setattr(tuning, "corpus_chunks", no_corpus)
+    monkeypatch.setattr(tuning, "training_questions", lambda: [])
+
+    def small_batches(base, pairs, out, **kw):
+        return tune_embedding_model(base, pairs, out, setup=TuningSetup(batch_size=16), **kw)
+
+    monkeypatch.setattr(tuning, "tune_embedding_model", small_batches)
+    env = {"HYPA_DATA_DIR": str(tmp_path / "data"), "HYPA_TUNE_EMBEDDINGS": "true"}
+    rules = _own_regulation(tmp_path / "kiosk-rules.md")
+    ingested = CliRunner().invoke(app, ["ingest", str(rules), "-c", "kiosks"], env=env)
+    assert ingested.exit_code == 0, ingested.output
+    assert "tuned embedding model written" in ingested.output and "kiosk-rules.md" in ingested.output
+    assert is_tuned_model(Settings(data_dir=tmp_path / "data").tuned_model_dir)
+    asked = CliRunner().invoke(app, ["ask", "How long must the kiosk inspection log be kept?", "-c", "kiosks", "--json"], env=env)
+    assert asked.exit_code == 0, asked.output
+    again = CliRunner().invoke(app, ["ingest", str(_own_regulation(tmp_path / "more.md")), "-c", "kiosks"], env=env)
+    assert again.exit_code == 0 and "Tuning" not in again.output
+
+
+def test_an_ingest_with_nothing_to_tune_on_goes_on_with_the_package_model(tmp_path, monkeypatch):
+    import bot.embedding_tuning as tuning
+
+    monkeypatch.setattr(tuning, "corpus_chunks", lambda settings, count, download=True: ([], [], []))
+    env = {"HYPA_DATA_DIR": str(tmp_path / "data"), "HYPA_TUNE_EMBEDDINGS": "true"}
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really")
+    result = CliRunner().invoke(app, ["ingest", str(broken), "-c", "mine"], env=env)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "not tuned" in result.output and "broken.pdf" in result.output
+    assert not is_tuned_model(Settings(data_dir=tmp_path / "data").tuned_model_dir)
+
+
+def test_index_tune_names_a_missing_file_to_include(tmp_path):
+    env = {"HYPA_DATA_DIR": str(tmp_path / "data")}
+    result = CliRunner().invoke(app, ["index", "tune", "--include", str(tmp_path / "nope.md")], env=env)
+    assert result.exit_code != 0 and "no such file or folder to tune on" in result.output and "nope.md" in result.output
