@@ -40,7 +40,7 @@ from core.places import place_and_language_names
 from core.query import THE_LAW
 from core.roles import role_of
 from core.termstats import TermStats
-from core.text import content_terms, framing_terms, quotable_spans, sentence_spans, trim_markup
+from core.text import STOPWORDS, content_terms, framing_terms, quotable_spans, sentence_spans, trim_markup
 from core.types import Answer, Chunk, Citation, ScoredChunk, Turn
 
 REFUSAL_TEXT = "The loaded regulations don't address this question."
@@ -460,9 +460,10 @@ def unknown_names(question: str, stats: TermStats) -> list[str]:
     return names
 
 
-# "national regulators or Brussels?", "Brussels or the member states?": the word across the "or".
-_OR_BEFORE = re.compile(r"([\w-]+)\s+or\s+(?:the\s+)?$", re.IGNORECASE)
-_OR_AFTER = re.compile(r"^\s+or\s+(?:the\s+)?([\w-]+)", re.IGNORECASE)
+# "national regulators or Brussels?", "Brussels or the member states?": the phrase across the "or"
+# (up to three words: "the national MSAs or Brussels" is national authorities or the Commission).
+_OR_BEFORE = re.compile(r"((?:[\w-]+\s+){0,2}[\w-]+)\s+or\s+(?:the\s+)?$", re.IGNORECASE)
+_OR_AFTER = re.compile(r"^\s+or\s+(?:the\s+)?((?:[\w-]+\s+){0,2}[\w-]+)", re.IGNORECASE)
 
 
 def _known_alternative(text: str, name: re.Match, stats: TermStats) -> bool:
@@ -470,10 +471,23 @@ def _known_alternative(text: str, name: re.Match, stats: TermStats) -> bool:
     which of the two, and the regulations can say ("national regulators or Brussels?")."""
     before = _OR_BEFORE.search(text[: name.start()])
     after = _OR_AFTER.match(text[name.end() :])
-    others = [m.group(1) for m in (before, after) if m is not None]
-    return any(
-        content_terms(word) and all(stats.doc_freq.get(t, 0) > 0 for t in content_terms(word)) for word in others
-    )
+    # The words next to the "or", up to a word like "in" or "the" ("buyers in Illinois or ...": Illinois).
+    others = []
+    if before is not None:
+        others.append(_next_to_or(before.group(1).split()[::-1]))
+    if after is not None:
+        others.append(_next_to_or(after.group(1).split()))
+    return any(stats.doc_freq.get(t, 0) > 0 for words in others for t in content_terms(" ".join(words)))
+
+
+def _next_to_or(words: list[str]) -> list[str]:
+    """The words nearest the "or" (listed from it outwards) before the first stop word."""
+    run = []
+    for word in words:
+        if word.lower() in STOPWORDS:
+            break
+        run.append(word)
+    return run
 
 
 def _joined(names: list[str]) -> str:

@@ -171,6 +171,7 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     assert unknown_names("must sellers notify buyers about the turkey?", stats) == []
     # One side of an either/or the collection knows: the question asks which, and the law can say.
     assert unknown_names("Who notifies buyers, the sellers or Brussels?", stats) == []
+    assert unknown_names("Who audits widgets - the widget SNSAs or Brussels?", stats) == []  # a phrase the law knows
     assert unknown_names("Must sellers notify buyers in Illinois or Colorado?", stats) == ["Illinois", "Colorado"]
     answer = toy_generator().generate("What does Illinois require of sellers?", scored())
     assert answer.refused and "They do not mention Illinois." in answer.text
