@@ -20,7 +20,7 @@ from bot.settings import Settings
 from core.errors import DocumentError
 from core.ingest.chunker import chunk_document
 from core.ingest.loaders import load_document
-from core.ingestion import doc_id_for, select_files
+from core.ingestion import check_file_size, doc_id_for, select_files
 from core.tuning import tuning_pairs
 from core.types import Chunk
 from storage.embedder import Embedder
@@ -90,6 +90,7 @@ def document_chunks(
     skipped: list[str] = []
     for path in select_files(paths).files:
         try:
+            check_file_size(path, int(settings.ingest_max_file_mb * 1_000_000))  # as ingest will
             doc = load_document(path)
             chunks.extend(chunk_document(
                 doc, collection="tuning", doc_id=doc_id_for(path), chunk_tokens=settings.chunk_tokens,

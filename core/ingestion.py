@@ -213,7 +213,7 @@ def ingest_file(
     stage = progress.stage if progress is not None else (lambda name, total=None: None)
     shown_id = doc_id or doc_id_for(path)
     try:
-        _check_size(path, max_file_bytes)
+        check_file_size(path, max_file_bytes)
         stage("reading")
         # The version the index keeps: the file's sha256 and the chunking version (stored_hash).
         content_hash = stored_hash(file_hash(path)) if path.is_file() else ""
@@ -262,7 +262,8 @@ def ingest_file(
     return IngestOutcome(path, key.doc_id, "replaced", chunks=len(chunks), note=note)
 
 
-def _check_size(path: Path, max_file_bytes: int | None) -> None:
+def check_file_size(path: Path, max_file_bytes: int | None) -> None:
+    """DocumentError when the file is over the ingest limit (HYPA_INGEST_MAX_FILE_MB)."""
     if max_file_bytes is None or not path.is_file():
         return  # a missing file is load_document's to report
     size = path.stat().st_size

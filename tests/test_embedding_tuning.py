@@ -143,6 +143,10 @@ def test_the_users_own_files_are_tuned_on_and_an_unreadable_one_is_named(tmp_pat
     assert read == [rules.name] and len(chunks) >= 5
     assert len(skipped) == 1 and skipped[0].startswith("broken.pdf: ")
     assert len(tuning_pairs(chunks)) >= 20  # headings with their sentences: enough to tune on
+    # A file over the ingest limit is not read for tuning either.
+    small = Settings(data_dir=tmp_path / "d", ingest_max_file_mb=0.001)
+    _, read, skipped = tuning.document_chunks([rules], small, lambda t: len(t.split()))
+    assert read == [] and "HYPA_INGEST_MAX_FILE_MB" in skipped[0]
 
 
 def test_ingest_into_a_fresh_index_tunes_on_the_files_it_ingests(tmp_path, monkeypatch):
