@@ -296,7 +296,7 @@ def index_tune(
     settings = _settings()
     if settings.embedding_model:
         _fail(f"HYPA_EMBEDDING_MODEL is set ({settings.embedding_model}): that model is used, not a tuned one")
-    collections = _components(settings).index.collections()
+    collections = _index_collections(_components(settings))
     if collections and not force:
         _fail(f"the index already holds {', '.join(sorted(collections))}, embedded with the current model; "
               "tuning now would make them unsearchable. Use --force, then rebuild them.")
@@ -315,7 +315,7 @@ def _components_tuned(settings: Settings, documents: Sequence[Path] | None = Non
     from bot.embedding_tuning import should_tune
 
     components = _components(settings)
-    if should_tune(settings, bool(components.index.collections())):
+    if should_tune(settings, lambda: bool(_index_collections(components))):
         if documents is None:
             _tune_embeddings(settings)
         else:

@@ -37,13 +37,14 @@ class TuningOutcome:
     questions: int
 
 
-def should_tune(settings: Settings, index_has_collections: bool) -> bool:
-    """A fresh index with the default model and tuning on, and no tuned model yet."""
+def should_tune(settings: Settings, index_has_collections: Callable[[], bool]) -> bool:
+    """A fresh index with the default model and tuning on, and no tuned model yet. The index is asked
+    last, only when the settings allow tuning (a Weaviate that is down is then ingest's to report)."""
     return (
         settings.tune_embeddings
         and not settings.embedding_model
-        and not index_has_collections
         and not is_tuned_model(settings.tuned_model_dir)
+        and not index_has_collections()
     )
 
 

@@ -194,3 +194,18 @@ def test_index_tune_names_a_missing_file_to_include(tmp_path):
     env = {"HYPA_DATA_DIR": str(tmp_path / "data")}
     result = CliRunner().invoke(app, ["index", "tune", "--include", str(tmp_path / "nope.md")], env=env)
     assert result.exit_code != 0 and "no such file or folder to tune on" in result.output and "nope.md" in result.output
+
+
+@pytest.mark.parametrize("command", [["index", "build", "ll144"], ["ingest", "RULES", "-c", "mine"], ["index", "tune"]])
+def test_an_unreachable_index_is_one_line_before_any_tuning(tmp_path, command):
+    """Whether the index is fresh is asked of the index: a Weaviate that is down is said so, with
+    the setting to check, instead of a traceback."""
+    rules = _own_regulation(tmp_path / "rules.md")
+    env = {
+        "HYPA_DATA_DIR": str(tmp_path / "data"), "HYPA_TUNE_EMBEDDINGS": "true",
+        "HYPA_INDEX": "weaviate", "WEAVIATE_URL": "http://127.0.0.1:9",
+    }
+    result = CliRunner().invoke(app, [str(rules) if c == "RULES" else c for c in command], env=env)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "Cannot reach Weaviate" in result.output and "HYPA_INDEX=weaviate" in result.output
+    assert "Traceback" not in result.output and "Tuning" not in result.output
