@@ -549,23 +549,47 @@ def _sentences(chunks: list[Chunk]) -> list[_Sentence]:
 
 def _after_heading_lines(text: str, a: int, b: int, heading: str) -> int:
     """Where the sentence proper starts: past the unit's label and heading lines ("Article 4\\nAI
-    literacy\\nProviders and deployers ..." quotes from "Providers")."""
+    literacy\\nProviders and deployers ..." quotes from "Providers"), and past a label and heading
+    that open its first line ("§ 20-872 Penalties. a. Any person ..." quotes from "a."). A span that
+    is nothing but a heading ("§ 5-304 Notice to Candidates and Employees.") starts at its end."""
+    keys = _heading_keys(heading)
     start = a
-    heading_key = " ".join(heading.split()).lower().rstrip(".")
     while True:
         newline = text.find("\n", start, b)
+        line = text[start : newline if newline >= 0 else b].strip()
+        if not _is_heading_line(line, keys):
+            break
         if newline < 0:
-            return start
-        line = text[start:newline].strip()
-        key = " ".join(line.split()).lower().rstrip(".")
-        if line and (
-            _HEADING_LINE.match(line)
-            or (heading_key and key == heading_key)
-            or (line.startswith("§") and len(line.split()) <= MAX_HEADING_WORDS)  # "§ 5-301 Bias Audit."
-        ):
-            start = newline + 1
-            continue
-        return start
+            return b
+        start = newline + 1
+    inline = _INLINE_LABEL.match(text, start, b)
+    if inline is not None:
+        rest = text[inline.end() : b]
+        for key in sorted(keys, key=len, reverse=True):
+            if rest.lower().startswith(key):
+                after = inline.end() + len(key)
+                after += len(text[after:b]) - len(text[after:b].lstrip(". "))
+                return after if after < b else b
+    return start
+
+
+# A section label opening a line: "§ 20-872 ", "§ 5-300. ".
+_INLINE_LABEL = re.compile(r"§+\s*[\d-]+\.?\s+")
+
+
+def _heading_keys(heading: str) -> set[str]:
+    """A unit's heading and, for "Definitions — Bias Audit", its parent heading, as compared."""
+    full = " ".join(heading.split()).lower().rstrip(".")
+    return {k for k in (full, full.split(" — ")[0].strip().rstrip(".")) if k}
+
+
+def _is_heading_line(line: str, keys: set[str]) -> bool:
+    key = " ".join(line.split()).lower().rstrip(".")
+    return bool(line) and bool(
+        _HEADING_LINE.match(line)
+        or key in keys
+        or (line.startswith("§") and len(line.split()) <= MAX_HEADING_WORDS)  # "§ 5-301 Bias Audit."
+    )
 
 
 def _unclipped(weights: dict[str, float], stats: TermStats) -> dict[str, float]:

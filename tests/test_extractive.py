@@ -82,6 +82,27 @@ def test_the_answer_names_the_provision_and_never_quotes_its_heading_lines():
 
 
 @pytest.mark.parametrize(
+    ("text", "heading", "first_quote"),
+    [
+        # label and heading opening the first line: the quote starts after them
+        ("§ 1-103 Penalties. a. A seller that violates this chapter is liable for a civil penalty.", "Penalties.",
+         "a. A seller that violates this chapter is liable for a civil penalty."),
+        # a heading that is a sentence of its own
+        ("§ 1-104 Notice to Buyers and Sellers.\n(a) The notice must say how a buyer can ask for a refund.",
+         "Notice to Buyers and Sellers.", "(a) The notice must say how a buyer can ask for a refund."),
+        # the parent heading of a definitions unit ("Definitions — Widget Audit")
+        ("§ 1-100. Definitions.\nAs used in this chapter, the following terms have these meanings:",
+         "Definitions — Widget Audit", "As used in this chapter, the following terms have these meanings:"),
+    ],
+)
+def test_a_heading_is_never_quoted_inline_or_as_a_sentence(text, heading, first_quote):
+    from core.extractive import _sentences
+
+    chunk = make_chunk("Toy Code § 1-10x", text, heading=heading)
+    assert _sentences([chunk])[0].text([chunk]) == first_quote
+
+
+@pytest.mark.parametrize(
     ("label", "quote", "name"),
     [
         ("EU AI Act Annex III(4)", "(a) AI systems intended to be used for recruitment", "EU AI Act Annex III(4)(a)"),
