@@ -24,7 +24,7 @@ MIN_PIECE_WORDS = 3
 _CLAUSE_BREAK = re.compile(
     r"(?<=[.?!;])\s+|\s+[—–]\s+|\s+-\s+"
     r"|,\s+(?=(?:or|but|even though|although|because|since|so|which|while|if|when|unless|given)\b)"
-    r"|\s+(?=(?:even though|although|because|given that|unless)\b)",
+    r"|\s+(?=(?:even though|although|because|given that|unless|if|when)\b)",
     re.IGNORECASE,
 )
 # Words that open a message without asking anything.

@@ -68,6 +68,9 @@ def test_one_edit_covers_the_four_kinds_of_typo():
         ("Is it banned to use dark patterns that push users into buying stuff?",
          ["use dark patterns that push users into buying stuff"]),
         ("What are the penalties?", []),
+        # a condition is a clause of its own, with or without a comma before it
+        ("Which fine applies to a seller when widgets ship without the safety label?",
+         ["Which fine applies to a seller", "when widgets ship without the safety label"]),
     ],
 )
 def test_focus_pieces(question, pieces):
