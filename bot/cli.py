@@ -543,6 +543,9 @@ def _check_collection(components, collection: str) -> None:
     if collection not in known:
         from bot.wiring import collection_hint
 
+        same = [k for k in known if k.lower() == collection.lower()]
+        if same:  # collection names are case-sensitive: "LL144" is not "ll144"
+            _fail(f"collection '{collection}' is not in the index; did you mean '{same[0]}'?")
         _fail(
             f"collection '{collection}' is not in the index ({', '.join(known) or 'the index is empty'}); "
             f"run {collection_hint(collection)}"

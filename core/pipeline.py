@@ -376,7 +376,8 @@ class AnswerPipeline:
 
     def _validate(self, question: str) -> str | None:
         if not question:
-            return "Please ask a question, e.g. “Do I need a bias audit before using an AEDT?”"
+            # An example that fits every collection (the LL144 one read oddly beside the EU AI Act).
+            return "Please ask a question about the loaded regulations, e.g. “What must we do before using this tool?”"
         if len(question) > self.limits.max_chars:
             return (
                 f"That message is {len(question):,} characters long; please ask a question of at most "

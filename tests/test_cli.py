@@ -98,6 +98,9 @@ def test_unknown_collection_is_a_clear_error(built):
     assert result.exit_code == 1
     assert "collection 'gdpr' is not in the index" in result.output
     assert "Traceback" not in result.output
+    # The same name in other letter case: the one meant, not a suggestion to ingest it again.
+    cased = CliRunner().invoke(app, ["ask", "What is a bias audit?", "--collection", "LL144"], env=built)
+    assert cased.exit_code == 1 and "did you mean 'll144'?" in cased.output and "ingest" not in cased.output
 
 
 def test_a_missing_reranker_folder_is_a_clear_error(built, tmp_path: Path):
