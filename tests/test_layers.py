@@ -43,18 +43,25 @@ def imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
     return found
 
 
+def imports_in(root: Path, folder: str) -> list[tuple[Path, int, str]]:
+    """(path relative to `root`, line, absolute module name) of every import in the folder's modules."""
+    found = []
+    for path in sorted((root / folder).rglob("*.py")):
+        relative = path.relative_to(root)
+        package = ".".join(relative.with_suffix("").parts[:-1])
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(relative))
+        found += [(relative, line, module) for line, module in imported_modules(tree, package)]
+    return found
+
+
 def upward_imports(root: Path) -> list[str]:
     """`path:line: layer imports module` for every import that crosses the layers the wrong way."""
     problems = []
     for layer, allowed in ALLOWED.items():
-        for path in sorted((root / layer).rglob("*.py")):
-            relative = path.relative_to(root)
-            package = ".".join(relative.with_suffix("").parts[:-1])
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(relative))
-            for line, module in imported_modules(tree, package):
-                target = module.split(".")[0]
-                if target in ALLOWED and target != layer and target not in allowed:
-                    problems.append(f"{relative}:{line}: {layer} imports {module}")
+        for relative, line, module in imports_in(root, layer):
+            target = module.split(".")[0]
+            if target in ALLOWED and target != layer and target not in allowed:
+                problems.append(f"{relative}:{line}: {layer} imports {module}")
     return problems
 
 
@@ -100,15 +107,12 @@ FORBIDDEN: dict[str, frozenset[str]] = {
 
 def forbidden_imports(root: Path) -> list[str]:
     """`path:line: imports module` for every import of a package its folder must not use."""
-    problems = []
-    for folder, forbidden in FORBIDDEN.items():
-        for path in sorted((root / folder).rglob("*.py")):
-            relative = path.relative_to(root)
-            package = ".".join(relative.with_suffix("").parts[:-1])
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(relative))
-            problems += [f"{relative}:{line}: imports {module}" for line, module in imported_modules(tree, package)
-                         if module.split(".")[0] in forbidden]
-    return problems
+    return [
+        f"{relative}:{line}: imports {module}"
+        for folder, forbidden in FORBIDDEN.items()
+        for relative, line, module in imports_in(root, folder)
+        if module.split(".")[0] in forbidden
+    ]
 
 
 def test_bench_and_the_kit_import_nothing_from_tests_and_nothing_shipped_imports_the_kit():
