@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.cli_common import first_line
 from bot.corpus import CorpusError, fetch_corpus, load_manifest
 from bot.settings import Settings
 from core.errors import DocumentError
@@ -61,14 +62,10 @@ def corpus_chunks(
         try:
             files = fetch_corpus(name, settings.corpus_dir, settings.corpus_mirror, allow_download=download)
             for f in files:
-                doc = load_document(f.path)
-                chunks.extend(chunk_document(
-                    doc, collection=name, doc_id=doc_id_for(f.path), chunk_tokens=settings.chunk_tokens,
-                    chunk_overlap=settings.chunk_overlap, count_tokens=count_tokens,
-                ))
+                chunks.extend(_file_chunks(f.path, name, settings, count_tokens))
             read.append(name)
         except (CorpusError, DocumentError, OSError, ValueError) as exc:
-            skipped.append(f"{name}: {(str(exc).splitlines() or [type(exc).__name__])[0]}")
+            skipped.append(f"{name}: {first_line(exc)}")
     return chunks, read, skipped
 
 
@@ -92,15 +89,19 @@ def document_chunks(
     for path in select_files(paths).files:
         try:
             check_file_size(path, int(settings.ingest_max_file_mb * 1_000_000))  # as ingest will
-            doc = load_document(path)
-            chunks.extend(chunk_document(
-                doc, collection="tuning", doc_id=doc_id_for(path), chunk_tokens=settings.chunk_tokens,
-                chunk_overlap=settings.chunk_overlap, count_tokens=count_tokens,
-            ))
+            chunks.extend(_file_chunks(path, "tuning", settings, count_tokens))
             read.append(path.name)
         except (DocumentError, OSError, ValueError) as exc:
-            skipped.append(f"{path.name}: {(str(exc).splitlines() or [type(exc).__name__])[0]}")
+            skipped.append(f"{path.name}: {first_line(exc)}")
     return chunks, read, skipped
+
+
+def _file_chunks(path: Path, collection: str, settings: Settings, count_tokens: Callable[[str], int]) -> list[Chunk]:
+    """A file's chunks, chunked as ingest chunks it."""
+    return chunk_document(
+        load_document(path), collection=collection, doc_id=doc_id_for(path), chunk_tokens=settings.chunk_tokens,
+        chunk_overlap=settings.chunk_overlap, count_tokens=count_tokens,
+    )
 
 
 def tune(
