@@ -55,7 +55,8 @@ def unit_texts(chunks: Sequence[Chunk]) -> list[str]:
             texts.append(chunk.heading)
         quoted = chunk_segments(chunk)
         texts.extend(quoted)
-        texts.extend(t for t in search_segments(chunk) if t not in quoted)
+        searched = (with_cited_titles(segment, chunk.references) for segment in quoted)  # search_segments
+        texts.extend(t for t in searched if t not in quoted)
     return texts
 
 
