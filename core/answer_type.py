@@ -85,6 +85,21 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
     (re.compile(r"\bhow (?:long|soon)\b", re.I), (("duration",),)),
     (re.compile(r"\bhow often\b", re.I), (("duration",),)),
     (re.compile(r"\bhow old\b", re.I), (("age", "duration"),)),
+    # "What's the (maximum) fine?", "How much is the penalty?": an amount is asked; a provision that
+    # states none (a court order, a warning) may still answer, so the amount leads the answer but is
+    # not required. The penalty is what the question is about, so only the words before it ask
+    # ("ask"; "verb" stays empty).
+    (
+        re.compile(
+            r"\b(?P<ask>(?:what(?:'s|s| is| are| was| were| would be| could be)|"
+            r"how (?:much|big|high|large) (?:is|are|was|were|would be|could be|can be|will be))\s+the\s+"
+            r"(?:(?:max(?:imum)?|highest|biggest|possible|potential|likely|usual)\s+)?)"
+            r"(?:fines?|penalt(?:y|ies)|sanctions?)\b(?P<verb>)",
+            re.I,
+        ),
+        (("money", "percentage"),),
+        False,
+    ),
     # An amount of money or a share: a bare number ("component 1", "Article 49") is not how much,
     # and a question about what something costs wants money, not the 2% of a threshold.
     (

@@ -19,6 +19,9 @@ from core.text import content_terms
 
 MAX_PIECES = 4
 MIN_PIECE_WORDS = 3
+# "what are the penalties, if we use an AEDT without a bias audit?": the clause that asks may hold a
+# single key word, and it is what the question is about; other one-word clauses are small talk.
+_ASKING_CLAUSE = re.compile(r"^(?:what(?:'s|s)?|which|who|how\s+(?:much|many|long|often|high)|when)\b", re.IGNORECASE)
 
 # Where one ask ends and the next begins: sentence ends, dashes, and a comma before a new clause.
 _CLAUSE_BREAK = re.compile(
@@ -139,7 +142,7 @@ def focus_pieces(question: str) -> list[str]:
     for piece in pieces:
         if (
             len(piece.split()) >= MIN_PIECE_WORDS
-            and len(content_terms(piece)) >= 2
+            and (len(content_terms(piece)) >= 2 or (_ASKING_CLAUSE.match(piece) and content_terms(piece)))
             and piece.lower() != whole
             and piece not in out
         ):

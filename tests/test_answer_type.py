@@ -40,7 +40,6 @@ def test_asked_value_kind_and_subject(question: str, kinds, subject):
         "Who enforces the law?",
         "What is the purpose of the notice?",
         "Does the law prohibit discrimination based on age?",  # mentions age, does not ask for one
-        "What are the penalties?",
         # asks whether to disclose the period, not for it
         "Do we need to put anything on our careers page about what data we collect and how long we keep it?",
     ],
@@ -128,6 +127,20 @@ def test_when_rules_apply_asks_for_a_date_and_keeps_its_subject():
     assert states_value("This local law takes effect on January 1, 2023.", asked)
     assert states_value("shall apply from … [six months from the date of entry into force]", asked)
     assert not states_value("Providers shall keep the logs.", asked)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What are the penalties?", "whats the fine if we use an AEDT without a bias audit?",
+     "What's the max fine for violating LL144?", "how much is the fine for breaking this law?"],
+)
+def test_asking_for_the_fine_asks_for_an_amount_but_does_not_require_one(question: str):
+    # A court order or a warning may be the answer, so a provision stating no amount is not refused;
+    # the penalty itself is what the question is about, not a word that asks.
+    asked = asked_value(question)
+    assert asked is not None and asked.kinds == (("money", "percentage"),)
+    assert not asked.required
+    assert not asked.words & {"fine", "penalti"}
 
 
 def test_is_there_a_value_asks_for_one():

@@ -68,6 +68,10 @@ def test_one_edit_covers_the_four_kinds_of_typo():
         ("Is it banned to use dark patterns that push users into buying stuff?",
          ["use dark patterns that push users into buying stuff"]),
         ("What are the penalties?", []),
+        # the clause that asks is kept even with one key word: it is what the question is about
+        ("What are the penalties if we use a widget without a safety label?",
+         ["What are the penalties", "if we use a widget without a safety label"]),
+        ("how much is the fine for breaking the law?", ["how much is the fine for breaking"]),
         # a condition is a clause of its own, with or without a comma before it
         ("Which fine applies to a seller when widgets ship without the safety label?",
          ["Which fine applies to a seller", "when widgets ship without the safety label"]),
