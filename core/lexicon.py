@@ -9,6 +9,9 @@ nothing for "audti", and neither the embedding model nor BM25 knows that the EU 
   collection word within one edit (two for long words; SymSpell's symmetric-delete lookup) or an
   English word within one edit ("procotring" -> "proctoring", which the law never uses but the
   embedding model knows), the fewer edits winning, then the collection's word, then the more frequent;
+* **compounds**: a word the collection never uses that is two of its words it writes apart
+  ("deepfakes" -> "deep fakes"), and two words the question writes apart that the collection writes
+  as one ("cyber security" -> "cybersecurity");
 * **abbreviations**: an upper-case token is followed by its long form when the text defines it
   ("automated employment decision tools (“AEDT”)", found by core/kg/normalize.py) or, for a token the
   text never uses, when it spells the initials of a phrase the text uses at least twice
@@ -39,6 +42,11 @@ MIN_PHRASE_COUNT = 3
 MIN_PHRASE_COUNT_3_LETTERS = 8
 MIN_ACRONYM_LETTERS = 3
 MAX_PHRASE_WORDS = 5
+# Compounds: each part has at least this many letters ("deep" + "fakes"), and the text must use the
+# two words together (or the joined word) more than once before a question's words are read so.
+MIN_COMPOUND_PART = 3
+MIN_COMPOUND_COUNT = 2
+_WORD_PAIR = re.compile(r"\b([A-Za-z]{3,})(?=(?P<gap>[ \t]+)([A-Za-z]{3,})\b)")
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,7 @@ class Lexicon:
     words: Counter  # lower-case words of the collection with their counts
     defined: dict[str, str] = field(default_factory=dict)  # abbreviation (lower) -> long form, as defined
     initials: dict[str, str] = field(default_factory=dict)  # letters (lower) -> frequent phrase
+    pairs: frozenset[str] = frozenset()  # "deep fake": adjacent lower-case words the text repeats
     max_edits_long: int = 2  # for words of 8 letters or more; 1 below
     _speller: object = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -100,8 +109,11 @@ class Lexicon:
         texts = list(texts)
         words: Counter = Counter()
         phrases: Counter = Counter()
+        pairs: Counter = Counter()
         for text in texts:
             tokens = _WORD.findall(text)
+            lower = [w for t in tokens for w in t.lower().split("-") if w]
+            pairs.update(f"{a} {b}" for a, b in zip(lower, lower[1:]))
             words.update(t.lower() for t in tokens for t in t.split("-"))
             words.update(t.lower() for t in tokens if "-" in t)
             for n in range(2, MAX_PHRASE_WORDS + 1):
@@ -129,7 +141,9 @@ class Lexicon:
             best = initials.get(letters)
             if best is None or count > best[0]:
                 initials[letters] = (count, phrase)
-        return cls(words=words, defined=defined, initials={k: v[1] for k, v in initials.items()})
+        return cls(
+            words=words, defined=defined, initials={k: v[1] for k, v in initials.items()}, pairs=frozenset(pairs)
+        )
 
     # -- reading a question ----------------------------------------------------------------------
 
@@ -137,6 +151,7 @@ class Lexicon:
         corrections: list[tuple[str, str]] = []
         expansions: list[tuple[str, str]] = []
         english = english_words()
+        question = self._joined(question, corrections)
         searched: list[str] = []
         corrected: list[str] = []
         pos = 0
@@ -148,7 +163,7 @@ class Lexicon:
                 expansions.append((token, long_form))
                 as_searched = f"{token} ({long_form})"
             else:
-                fixed = self._correct(token, english)
+                fixed = self._split(token) or self._correct(token, english)
                 if fixed is not None:
                     corrections.append((token, fixed))
                     as_read = as_searched = fixed
@@ -159,6 +174,45 @@ class Lexicon:
         searched.append(question[pos:])
         corrected.append(question[pos:])
         return NormalisedQuestion("".join(searched), tuple(corrections), tuple(expansions), "".join(corrected))
+
+    def _joined(self, question: str, corrections: list[tuple[str, str]]) -> str:
+        """`question` with two adjacent words joined where the collection writes them as one word and
+        never apart ("cyber security" -> "cybersecurity"); each join is added to `corrections`."""
+        out: list[str] = []
+        pos = 0
+        for m in _WORD_PAIR.finditer(question):  # overlapping pairs: the lookahead holds the second word
+            if m.start() < pos:
+                continue
+            first, second = m.group(1), m.group(3)
+            joined = (first + second).lower()
+            if (
+                first.lower() in STOPWORDS  # "any one" is not "anyone"
+                or second.lower() in STOPWORDS
+                or self.words.get(joined, 0) < MIN_COMPOUND_COUNT
+                or f"{first} {second}".lower() in self.pairs
+            ):
+                continue
+            end = m.end(1) + len(m.group("gap")) + len(second)
+            corrections.append((question[m.start() : end], joined))
+            out += [question[pos : m.start()], joined]
+            pos = end
+        out.append(question[pos:])
+        return "".join(out)
+
+    def _split(self, token: str) -> str | None:
+        """"deep fakes" for "deepfakes": a word the collection never uses that is two of its words
+        it writes next to each other (the second may carry a plural "s"); None otherwise."""
+        word = token.lower()
+        if len(word) < 2 * MIN_COMPOUND_PART or not word.isalpha() or word in self.words:
+            return None
+        for i in range(MIN_COMPOUND_PART, len(word) - MIN_COMPOUND_PART + 1):
+            first, second = word[:i], word[i:]
+            if first in STOPWORDS or second in STOPWORDS:  # "forces" is no "for ces"
+                continue
+            singular = second[:-1] if second.endswith("s") else second
+            if f"{first} {second}" in self.pairs or f"{first} {singular}" in self.pairs:
+                return f"{first} {second}"
+        return None
 
     def _long_form(self, token: str, question: str) -> str | None:
         if not _ACRONYM.match(token):

@@ -53,6 +53,22 @@ def test_a_phrase_seen_once_is_no_abbreviation(lexicon):
     assert lexicon.normalise("Do we need a QMS?").expansions == ()
 
 
+def test_compounds_are_read_as_the_text_writes_them():
+    lexicon = Lexicon.from_texts([
+        "A deep fake is generated content. Deployers shall disclose deep fakes.",
+        "Cybersecurity shall be ensured. Cybersecurity measures apply. Police for ces.",
+    ])
+    split = lexicon.normalise("Do we have to label deepfakes?")
+    assert split.corrections == (("deepfakes", "deep fakes"),)
+    assert split.text == split.corrected == "Do we have to label deep fakes?"
+    joined = lexicon.normalise("What cyber security duties are there?")
+    assert joined.corrections == (("cyber security", "cybersecurity"),)
+    assert joined.text == "What cybersecurity duties are there?"
+    # parts the text puts together only once, or a stop word as a part, split nothing
+    assert lexicon.normalise("Is a deepcontent label needed?").corrections == ()
+    assert lexicon.normalise("What about police forces?").corrections == ()
+
+
 def test_one_edit_covers_the_four_kinds_of_typo():
     edits = one_edit("audit")
     assert {"audi", "uadit", "audot", "audits"} <= edits
