@@ -99,7 +99,7 @@ class Lexicon:
     words: Counter  # lower-case words of the collection with their counts
     defined: dict[str, str] = field(default_factory=dict)  # abbreviation (lower) -> long form, as defined
     initials: dict[str, str] = field(default_factory=dict)  # letters (lower) -> frequent phrase
-    pairs: frozenset[str] = frozenset()  # "deep fake": adjacent lower-case words the text repeats
+    pairs: frozenset[str] = frozenset()  # "deep fake": adjacent lower-case words the text repeats (_pair)
     max_edits_long: int = 2  # for words of 8 letters or more; 1 below
     _speller: object = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -113,7 +113,7 @@ class Lexicon:
         for text in texts:
             tokens = _WORD.findall(text)
             lower = [w for t in tokens for w in t.lower().split("-") if w]
-            pairs.update(f"{a} {b}" for a, b in zip(lower, lower[1:]))
+            pairs.update(_pair(a, b) for a, b in zip(lower, lower[1:]))
             words.update(t.lower() for t in tokens for t in t.split("-"))
             words.update(t.lower() for t in tokens if "-" in t)
             for n in range(2, MAX_PHRASE_WORDS + 1):
@@ -142,7 +142,10 @@ class Lexicon:
             if best is None or count > best[0]:
                 initials[letters] = (count, phrase)
         return cls(
-            words=words, defined=defined, initials={k: v[1] for k, v in initials.items()}, pairs=frozenset(pairs)
+            words=words,
+            defined=defined,
+            initials={k: v[1] for k, v in initials.items()},
+            pairs=frozenset(p for p, n in pairs.items() if n >= MIN_COMPOUND_COUNT),
         )
 
     # -- reading a question ----------------------------------------------------------------------
@@ -177,7 +180,7 @@ class Lexicon:
 
     def _joined(self, question: str, corrections: list[tuple[str, str]]) -> str:
         """`question` with two adjacent words joined where the collection writes them as one word and
-        never apart ("cyber security" -> "cybersecurity"); each join is added to `corrections`."""
+        hardly ever apart ("cyber security" -> "cybersecurity"); each join is added to `corrections`."""
         out: list[str] = []
         pos = 0
         for m in _WORD_PAIR.finditer(question):  # overlapping pairs: the lookahead holds the second word
@@ -189,7 +192,7 @@ class Lexicon:
                 first.lower() in STOPWORDS  # "any one" is not "anyone"
                 or second.lower() in STOPWORDS
                 or self.words.get(joined, 0) < MIN_COMPOUND_COUNT
-                or f"{first} {second}".lower() in self.pairs
+                or _pair(first.lower(), second.lower()) in self.pairs
             ):
                 continue
             end = m.end(1) + len(m.group("gap")) + len(second)
@@ -209,8 +212,7 @@ class Lexicon:
             first, second = word[:i], word[i:]
             if first in STOPWORDS or second in STOPWORDS:  # "forces" is no "for ces"
                 continue
-            singular = second[:-1] if second.endswith("s") else second
-            if f"{first} {second}" in self.pairs or f"{first} {singular}" in self.pairs:
+            if _pair(first, second) in self.pairs:
                 return f"{first} {second}"
         return None
 
@@ -259,6 +261,11 @@ class Lexicon:
                         speller.create_dictionary_entry(word, count)
                 self._speller = speller
             return self._speller
+
+
+def _pair(first: str, second: str) -> str:
+    """Two adjacent words as the pairs are kept: the second without a plural "s" ("deep fake(s)")."""
+    return f"{first} {second[:-1] if second.endswith('s') else second}"
 
 
 def _initials(words: list[str]) -> str | None:

@@ -55,7 +55,7 @@ def test_a_phrase_seen_once_is_no_abbreviation(lexicon):
 
 def test_compounds_are_read_as_the_text_writes_them():
     lexicon = Lexicon.from_texts([
-        "A deep fake is generated content. Deployers shall disclose deep fakes.",
+        "A deep fake is generated content. Deployers shall disclose deep fakes. Content moderation applies.",
         "Cybersecurity shall be ensured. Cybersecurity measures apply. Police for ces.",
     ])
     split = lexicon.normalise("Do we have to label deepfakes?")
@@ -65,7 +65,7 @@ def test_compounds_are_read_as_the_text_writes_them():
     assert joined.corrections == (("cyber security", "cybersecurity"),)
     assert joined.text == "What cybersecurity duties are there?"
     # parts the text puts together only once, or a stop word as a part, split nothing
-    assert lexicon.normalise("Is a deepcontent label needed?").corrections == ()
+    assert lexicon.normalise("Is contentmoderation needed?").corrections == ()
     assert lexicon.normalise("What about police forces?").corrections == ()
 
 
