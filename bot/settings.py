@@ -55,8 +55,9 @@ class Settings(BaseSettings):
     max_context_tokens: int = Field(default=1100, ge=0)
     # A file of ranker weights (`hypa ranker train`); empty = the weights shipped with hypa.
     ranker_weights: Path | None = None
-    # At most this many provisions (the budget usually stops first).
-    top_k: int = Field(default=10, ge=1, le=100)
+    # At most this many provisions. The token budget stops first where provisions are long (LL144);
+    # where they are short (EU AI Act paragraphs) this does, so it is set to let the budget fill.
+    top_k: int = Field(default=12, ge=1, le=100)
     fusion: Literal["rankedFusion", "relativeScoreFusion"] = "rankedFusion"
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)  # 0 = BM25 only, 1 = vectors only
     # Each side (dense, BM25) contributes this many candidates to fusion. 100 = what Weaviate's hybrid

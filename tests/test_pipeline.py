@@ -116,4 +116,4 @@ def test_a_machines_settings_never_reach_a_test(tmp_path):
         settings = Settings()
     finally:
         os.chdir(here)
-    assert settings.anthropic_api_key == "" and settings.top_k == 10
+    assert settings.anthropic_api_key == "" and settings.top_k == 12
