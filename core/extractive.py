@@ -75,7 +75,7 @@ class ExtractiveConfig:
     # with sentence vectors). Shared words alone bind the 6 months a summary stays posted to "how
     # long must we keep applicant data"; meaning tells them apart. Set from the study halves of
     # the user-style sets and checked on the measured halves (docs/RESULTS.md).
-    min_value_similarity: float = 0.5
+    min_value_similarity: float = 0.48
 
 
 # What a sentence is scored on (model "sentences" of core/ranking_weights.json, learned by
