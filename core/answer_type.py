@@ -71,6 +71,9 @@ class AskedValue:
     # False: a provision stating such a value should lead the answer, but one that states none may
     # still answer ("When do the rules apply?" -> "from the date of ...", "before use").
     required: bool = True
+    # Stem of what a retention question asks about keeping ("how long must we keep *the applicant
+    # data*" -> "data"): a period for keeping something else (the summary of results) is not it.
+    kept: str | None = None
 
 
 # "is there a (legal / specific ...) X", "are there any X", "does the Act set a X"
@@ -174,7 +177,7 @@ def asked_value(question: str) -> AskedValue | None:
         for n in range(len(words), 0, -1):
             if _TIME_UNIT_WORD.match(" ".join(words[:n])):
                 asking = content_terms("how many " + " ".join(words[:n]))
-                return AskedValue((("duration",),), frozenset(asking), subject)
+                return AskedValue((("duration",),), frozenset(asking), subject, kept=_kept(question))
         # The counted thing ("employees") is what the question is about: it stays a key term.
         return AskedValue((("count",),), frozenset(content_terms("how many")), subject)
     for rule in _ASKS:
@@ -184,8 +187,32 @@ def asked_value(question: str) -> AskedValue | None:
             if _opens_clause(question, m.start()):
                 # The words that ask, not the subject between them ("when do *the GPAI rules* apply").
                 words = " ".join(m.group(g) for g in ("ask", "verb")) if "ask" in pattern.groupindex else m.group(0)
-                return AskedValue(kinds, frozenset(content_terms(words)), subject, required=required)
+                kept = _kept(question) if ("duration",) in kinds else None
+                return AskedValue(kinds, frozenset(content_terms(words)), subject, required=required, kept=kept)
     return None
+
+
+# "keep the applicant data", "hang on to copies of the declaration": what is kept, up to the first
+# word that is not part of its name.
+_KEEP = re.compile(
+    r"\b(?:keep|retain|store|preserve|archive|hold on ?to|hang on ?to)\s+"
+    r"(?:(?:the|our|their|its|all|any|this|that|these|those|such|a|an)\s+)?(?P<kept>(?:[\w-]+\s+){0,3}[\w-]+)",
+    re.I,
+)
+
+
+def _kept(question: str) -> str | None:
+    """The head noun's stem of what a question asks about keeping, or None (a pronoun, no keeping)."""
+    m = _KEEP.search(question)
+    if m is None:
+        return None
+    name: list[str] = []
+    for word in m.group("kept").split():
+        if not content_terms(word):  # "the applicant data *we* collect", "copies *of* the declaration"
+            break
+        name.append(word)
+    terms = content_terms(" ".join(name))
+    return terms[-1] if terms else None
 
 
 def _subject(question: str) -> str | None:

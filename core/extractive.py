@@ -303,13 +303,16 @@ class ExtractiveGenerator:
         how much of what was asked their best such clause holds (with the clause before it).
 
         About what was asked: the clause (with the one before it) holds enough of the question's
-        other key terms, and the sentence is close enough in meaning to the question."""
+        other key terms, names what a retention question asks about keeping, and the sentence is close
+        enough in meaning to the question."""
         about = {t: w for t, w in _unclipped(weights, stats).items() if t not in asked.words}
         # Provisions that mention the question's subject; a value elsewhere is someone else's. A
         # subject the collection never uses ("the franchisee") cannot tell one provision from another.
         subject = asked.subject if asked.subject is not None and stats.doc_freq.get(asked.subject, 0) else None
         about_subject = {s.rank for s in sentences if subject is None or subject in s.terms}
         items = _list_items_terms(sentences, chunks)
+        # What a retention question asks about keeping, when the collection uses the word at all.
+        kept = asked.kept if asked.kept is not None and stats.doc_freq.get(asked.kept, 0) else None
         stating: dict[_Sentence, float] = {}
         previous: frozenset[str] = frozenset()
         rank = -1
@@ -326,7 +329,10 @@ class ExtractiveGenerator:
                 # disposal of the national competent authorities:") is about the items it leads.
                 context = previous | (items[i] if n == len(clauses) - 1 else frozenset())
                 binding = _coverage(terms | context, about) if about else 1.0
-                if close and states_value(clause, asked) and binding >= self.config.min_value_binding:
+                # a retention period must be for keeping what was asked about, not something else
+                names_kept = kept is None or kept in terms | context
+                bound = names_kept and binding >= self.config.min_value_binding
+                if close and bound and states_value(clause, asked):
                     stating[s] = max(stating.get(s, 0.0), binding)
                 previous = terms
         return stating

@@ -4,7 +4,9 @@ from __future__ import annotations
 import pytest
 
 from core.answer_type import AskedValue, asked_value, states_value
-from hypa_testkit.toy import scored, toy_generator
+from core.extractive import ExtractiveGenerator
+from core.termstats import TermStats
+from hypa_testkit.toy import make_chunk, scored, toy_generator
 
 
 @pytest.mark.parametrize(
@@ -117,6 +119,26 @@ def test_value_from_a_provision_that_never_names_the_subject_is_refused():
     assert not for_seller.refused and "ten business days" in for_seller.text
     for_reviewer = toy_generator().generate("How many days before selling must a reviewer notify each buyer?", scored())
     assert for_reviewer.refused
+
+
+def test_a_period_for_keeping_something_else_is_not_the_answer():
+    chunks = [
+        make_chunk(
+            "Toy Code § 2-101", "A seller must keep the summary of results posted for at least 6 months after its latest sale."
+        ),
+        make_chunk(
+            "Toy Code § 2-102", "A seller shall keep each audit record for three years. Buyer data may be shared with a reviewer."
+        ),
+    ]
+    stats = TermStats.from_texts(c.text for c in chunks)
+    generator = ExtractiveGenerator(lambda collection: stats)
+    assert asked_value("How long must a seller keep the buyer data we collect?").kept == "data"
+    assert asked_value("How long must a seller keep them?").kept is None  # a pronoun names nothing
+    records = generator.generate("How long must a seller keep the audit records?", scored(chunks))
+    assert not records.refused and "three years" in records.text
+    # shares "seller", "latest sale" and states 6 months, but about keeping the summary, not the data
+    assert generator.generate("How long must a seller keep buyer data after its latest sale?", scored(chunks)).refused
+    assert generator.generate("How long must a seller keep the summary posted?", scored(chunks)).text.count("6 months") == 1
 
 
 def test_when_rules_apply_asks_for_a_date_and_keeps_its_subject():
