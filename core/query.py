@@ -27,6 +27,8 @@ _ASKING_CLAUSE = re.compile(r"^(?:what(?:'s|s)?|which|who|how\s+(?:much|many|lon
 _CLAUSE_BREAK = re.compile(
     r"(?<=[.?!;])\s+|\s+[—–]\s+|\s+-\s+"
     r"|,\s+(?=(?:or|but|even though|although|because|since|so|which|while|if|when|unless|given)\b)"
+    # "we use AI to screen CVs, is that high-risk?": a question about what the clause before says
+    r"|,\s+(?=(?:is|are|does|do|can|could|would|will|should|must)\s+(?:it|that|this|they|these|those|we|there)\b)"
     r"|\s+(?=(?:even though|although|because|given that|unless|if|when)\b)",
     re.IGNORECASE,
 )
@@ -113,8 +115,11 @@ def _clauses(question: str) -> list[str]:
 
 def classification(question: str) -> tuple[str, frozenset[str]] | None:
     """("CV-screening tool", {"high", "risk"}) for "Is our CV-screening tool high-risk?": the thing
-    asked about and the word stems of the category it may belong to; None for other questions."""
-    for part in _clauses(question):
+    asked about and the word stems of the category it may belong to; None for other questions. When
+    the thing is a pronoun ("We use AI to screen CVs. Is that high-risk?"), it is what the clause
+    before says."""
+    clauses = _clauses(question)
+    for n, part in enumerate(clauses):
         m = _CLASSIFY.match(part)
         if m is None:
             continue
@@ -122,8 +127,14 @@ def classification(question: str) -> tuple[str, frozenset[str]] | None:
             _CATEGORY_SYNONYMS.get(t, t) for t in content_terms(part[m.end("subject"):]) if t not in _CLASSIFYING_WORDS
         )
         if category:
-            return m.group("subject").strip(" ,.;:?!"), category
+            subject = m.group("subject").strip(" ,.;:?!")
+            if subject.lower() in _PRONOUNS and n > 0:
+                subject = clauses[n - 1]
+            return subject, category
     return None
+
+
+_PRONOUNS = frozenset("it that this they these those".split())
 
 
 def focus_pieces(question: str) -> list[str]:
@@ -133,7 +144,7 @@ def focus_pieces(question: str) -> list[str]:
     for part in _clauses(question):
         for pattern in (_IS_IT_ALLOWED, _CLASSIFY):
             m = pattern.match(part)
-            if m:
+            if m and m.group("subject").strip(" ,.;:?!").lower() not in _PRONOUNS:
                 pieces.append(m.group("subject").strip(" ,.;:?!"))
                 break
         pieces.append(part)

@@ -88,6 +88,8 @@ def test_one_edit_covers_the_four_kinds_of_typo():
         ("What are the penalties if we use a widget without a safety label?",
          ["What are the penalties", "if we use a widget without a safety label"]),
         ("how much is the fine for breaking the law?", ["how much is the fine for breaking"]),
+        # "is that ...?" after a comma asks about the clause before; a pronoun is no piece of its own
+        ("we use AI to screen CVs, is that high risk?", ["we use AI to screen CVs", "is that high risk"]),
         # a condition is a clause of its own, with or without a comma before it
         ("Which fine applies to a seller when widgets ship without the safety label?",
          ["Which fine applies to a seller", "when widgets ship without the safety label"]),

@@ -218,6 +218,11 @@ def test_a_classification_question_names_its_subject_and_category():
         "emotion recognition at work", frozenset({"prohibit"}))  # the law's word for what people call banned
     assert classification("Does a resume screener count as an AEDT?") == ("a resume screener", frozenset({"aedt"}))
     assert classification("What is an AEDT?") is None and classification("Who enforces the law?") is None
+    # a pronoun stands for what the clause before it says
+    assert classification("we use AI to screen CVs, is that high risk?") == (
+        "we use AI to screen CVs", frozenset({"high", "risk"}))
+    assert classification("We rank applicants with a model. Is it high-risk?") == (
+        "We rank applicants with a model", frozenset({"high", "risk"}))
 
 
 def test_the_best_matching_item_of_each_list_defining_the_category_is_marked():
