@@ -9,6 +9,7 @@ nothing for "audti", and neither the embedding model nor BM25 knows that the EU 
   collection word within one edit (two for long words; SymSpell's symmetric-delete lookup) or an
   English word within one edit ("procotring" -> "proctoring", which the law never uses but the
   embedding model knows), the fewer edits winning, then the collection's word, then the more frequent;
+* **chat shortenings**: "wat r", "ppl" are read as the words they stand for;
 * **compounds**: a word the collection never uses that is two of its words it writes apart
   ("deepfakes" -> "deep fakes"), and two words the question writes apart that the collection writes
   as one ("cyber security" -> "cybersecurity");
@@ -166,7 +167,7 @@ class Lexicon:
                 expansions.append((token, long_form))
                 as_searched = f"{token} ({long_form})"
             else:
-                fixed = self._split(token) or self._correct(token, english)
+                fixed = _chat_word(token, question[: m.start()]) or self._split(token) or self._correct(token, english)
                 if fixed is not None:
                     corrections.append((token, fixed))
                     as_read = as_searched = fixed
@@ -261,6 +262,26 @@ class Lexicon:
                         speller.create_dictionary_entry(word, count)
                 self._speller = speller
             return self._speller
+
+
+# How people shorten words in chat ("wat r the penalties", "do u need ppl's consent"): too
+# short for spelling correction, and not the law's words.
+_CHAT_WORDS = {
+    "wat": "what", "wut": "what", "wht": "what", "r": "are", "u": "you", "ur": "your",
+    "abt": "about", "bc": "because", "cuz": "because", "coz": "because", "thru": "through", "tho": "though",
+    "ppl": "people", "yr": "year", "yrs": "years", "govt": "government", "dept": "department", "pls": "please",
+    "plz": "please",
+}
+
+
+def _chat_word(token: str, before: str) -> str | None:
+    """The word a lower-case chat shortening stands for ("ppl's" -> "people's"); None for any other
+    token and for a letter that numbers a point ("point (r)")."""
+    if not token.islower() or before.endswith("("):
+        return None
+    word, apostrophe, rest = token.partition("'")
+    long = _CHAT_WORDS.get(word)
+    return None if long is None else long + apostrophe + rest
 
 
 def _pair(first: str, second: str) -> str:

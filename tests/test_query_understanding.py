@@ -53,6 +53,13 @@ def test_a_phrase_seen_once_is_no_abbreviation(lexicon):
     assert lexicon.normalise("Do we need a QMS?").expansions == ()
 
 
+def test_chat_shortenings_are_read_as_words(lexicon):
+    read = lexicon.normalise("wat r the penalties? do u need ppl's consent?")
+    assert read.text == read.corrected == "what are the penalties? do you need people's consent?"
+    # a letter that numbers a point, and an upper-case letter, stay as written
+    assert lexicon.normalise("What does point (r) of Article 5 say? R U sure?").corrections == ()
+
+
 def test_compounds_are_read_as_the_text_writes_them():
     lexicon = Lexicon.from_texts([
         "A deep fake is generated content. Deployers shall disclose deep fakes. Content moderation applies.",
