@@ -136,6 +136,17 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
         re.compile(_IS_THERE + r"(?:cap|ceiling|limit|threshold|cut-?off|minimum|maximum|quota|ratio|percentage)\b", re.I),
         (("count", "percentage", "money", "duration"),),
     ),
+    # "Must we keep the records for some number of years?" asks for the period (the question opens the
+    # clause, the period is asked at its end; only those words ask).
+    (
+        re.compile(
+            r"\b(?:is|are|do|does|did|must|should|shall|will|would|can|could)\b[^?.;]{0,100}?"
+            r"\b(?P<ask>for\s+(?:some|a\s+certain|a\s+minimum|a\s+set|a\s+specific|a\s+fixed|any)\s+"
+            r"(?:(?:number|period|amount|length)\s+of\s+)?(?:years|months|weeks|days|time))\b(?P<verb>)",
+            re.I,
+        ),
+        (("duration",),),
+    ),
     # "By what date ...?" asks for the date (a period from an event will do).
     (re.compile(r"\bby what date\b", re.I), (("date", "duration"),)),
 ]

@@ -26,6 +26,7 @@ from hypa_testkit.toy import make_chunk, scored, toy_generator
         ("How long does it take?", (("duration",),), None),  # a pronoun names no subject
         ("We stopped last month. How long must the summary stay up?", (("duration",),), "summari"),
         ("Is there a fee, and if so how much is it?", (("money", "percentage"),), None),
+        ("Is there a rule to keep audit records for some number of years?", (("duration",),), None),
     ],
 )
 def test_asked_value_kind_and_subject(question: str, kinds, subject):
@@ -134,6 +135,8 @@ def test_a_period_for_keeping_something_else_is_not_the_answer():
     generator = ExtractiveGenerator(lambda collection: stats)
     assert asked_value("How long must a seller keep the buyer data we collect?").kept == "data"
     assert asked_value("How long must a seller keep them?").kept is None  # a pronoun names nothing
+    asked = asked_value("Do we have to keep the audit records for a certain period of time?")
+    assert asked.kept == "record" and asked.words == {"certain", "period", "time"}  # only those words ask
     records = generator.generate("How long must a seller keep the audit records?", scored(chunks))
     assert not records.refused and "three years" in records.text
     # shares "seller", "latest sale" and states 6 months, but about keeping the summary, not the data
