@@ -71,9 +71,9 @@ class AskedValue:
     # False: a provision stating such a value should lead the answer, but one that states none may
     # still answer ("When do the rules apply?" -> "from the date of ...", "before use").
     required: bool = True
-    # Stem of what a retention question asks about keeping ("how long must we keep *the applicant
-    # data*" -> "data"): a period for keeping something else (the summary of results) is not it.
-    kept: str | None = None
+    # Stems of what a retention question asks about keeping ("how long must we keep *the applicant
+    # data*" -> applic, data): a period for keeping something else (the summary of results) is not it.
+    kept: frozenset[str] = frozenset()
 
 
 # "is there a (legal / specific ...) X", "are there any X", "does the Act set a X"
@@ -94,7 +94,7 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
     # ("ask"; "verb" stays empty).
     (
         re.compile(
-            r"\b(?P<ask>(?:what(?:'s|s| is| are| was| were| would be| could be)|"
+            r"\b(?P<ask>(?:what(?:['’]s|s| is| are| was| were| would be| could be)|"
             r"how (?:much|big|high|large) (?:is|are|was|were|would be|could be|can be|will be))\s+the\s+"
             r"(?:(?:max(?:imum)?|highest|biggest|possible|potential|likely|usual)\s+)?)"
             r"(?:fines?|penalt(?:y|ies)|sanctions?)\b(?P<verb>)",
@@ -142,7 +142,8 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
         re.compile(
             r"\b(?:is|are|do|does|did|must|should|shall|will|would|can|could)\b[^?.;]{0,100}?"
             r"\b(?P<ask>for\s+(?:some|a\s+certain|a\s+minimum|a\s+set|a\s+specific|a\s+fixed|any)\s+"
-            r"(?:(?:number|period|amount|length)\s+of\s+)?(?:years|months|weeks|days|time))\b(?P<verb>)",
+            r"(?:(?:number|amount|length)\s+of\s+(?:years|months|weeks|days|time)|period(?:\s+of\s+time)?|"
+            r"years|months|weeks|days))\b(?P<verb>)",
             re.I,
         ),
         (("duration",),),
@@ -188,7 +189,7 @@ def asked_value(question: str) -> AskedValue | None:
         for n in range(len(words), 0, -1):
             if _TIME_UNIT_WORD.match(" ".join(words[:n])):
                 asking = content_terms("how many " + " ".join(words[:n]))
-                return AskedValue((("duration",),), frozenset(asking), subject, kept=_kept(question))
+                return AskedValue((("duration",),), frozenset(asking), subject, kept=_kept(question, many.start()))
         # The counted thing ("employees") is what the question is about: it stays a key term.
         return AskedValue((("count",),), frozenset(content_terms("how many")), subject)
     for rule in _ASKS:
@@ -198,7 +199,7 @@ def asked_value(question: str) -> AskedValue | None:
             if _opens_clause(question, m.start()):
                 # The words that ask, not the subject between them ("when do *the GPAI rules* apply").
                 words = " ".join(m.group(g) for g in ("ask", "verb")) if "ask" in pattern.groupindex else m.group(0)
-                kept = _kept(question) if ("duration",) in kinds else None
+                kept = _kept(question, m.start()) if ("duration",) in kinds else frozenset()
                 return AskedValue(kinds, frozenset(content_terms(words)), subject, required=required, kept=kept)
     return None
 
@@ -212,18 +213,20 @@ _KEEP = re.compile(
 )
 
 
-def _kept(question: str) -> str | None:
-    """The head noun's stem of what a question asks about keeping, or None (a pronoun, no keeping)."""
-    m = _KEEP.search(question)
+def _kept(question: str, at: int) -> frozenset[str]:
+    """The stems of what the sentence asking at `at` asks about keeping; empty for a pronoun ("keep
+    it") or no keeping. ("We keep a log of decisions. How long must we retain applicant data?": the data.)"""
+    start = max(question.rfind(end, 0, at) for end in ".?!") + 1
+    ends = [i for i in (question.find(end, at) for end in ".?!") if i >= 0]
+    m = _KEEP.search(question[start : min(ends) if ends else len(question)])
     if m is None:
-        return None
+        return frozenset()
     name: list[str] = []
     for word in m.group("kept").split():
         if not content_terms(word):  # "the applicant data *we* collect", "copies *of* the declaration"
             break
         name.append(word)
-    terms = content_terms(" ".join(name))
-    return terms[-1] if terms else None
+    return frozenset(content_terms(" ".join(name)))
 
 
 def _subject(question: str) -> str | None:

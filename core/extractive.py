@@ -311,8 +311,8 @@ class ExtractiveGenerator:
         subject = asked.subject if asked.subject is not None and stats.doc_freq.get(asked.subject, 0) else None
         about_subject = {s.rank for s in sentences if subject is None or subject in s.terms}
         items = _list_items_terms(sentences, chunks)
-        # What a retention question asks about keeping, when the collection uses the word at all.
-        kept = asked.kept if asked.kept is not None and stats.doc_freq.get(asked.kept, 0) else None
+        # What a retention question asks about keeping, in the words the collection uses.
+        kept = {t for t in asked.kept if stats.doc_freq.get(t, 0)}
         stating: dict[_Sentence, float] = {}
         previous: frozenset[str] = frozenset()
         rank = -1
@@ -330,7 +330,7 @@ class ExtractiveGenerator:
                 context = previous | (items[i] if n == len(clauses) - 1 else frozenset())
                 binding = _coverage(terms | context, about) if about else 1.0
                 # a retention period must be for keeping what was asked about, not something else
-                names_kept = kept is None or kept in terms | context
+                names_kept = not kept or not kept.isdisjoint(terms | context)
                 bound = names_kept and binding >= self.config.min_value_binding
                 if close and bound and states_value(clause, asked):
                     stating[s] = max(stating.get(s, 0.0), binding)

@@ -167,7 +167,11 @@ class Lexicon:
                 expansions.append((token, long_form))
                 as_searched = f"{token} ({long_form})"
             else:
-                fixed = _chat_word(token, question[: m.start()]) or self._split(token) or self._correct(token, english)
+                fixed = (
+                    _chat_word(token, question[max(0, m.start() - 1) : m.start()], question[m.end() : m.end() + 2])
+                    or self._split(token, english)
+                    or self._correct(token, english)
+                )
                 if fixed is not None:
                     corrections.append((token, fixed))
                     as_read = as_searched = fixed
@@ -203,15 +207,16 @@ class Lexicon:
         out.append(question[pos:])
         return "".join(out)
 
-    def _split(self, token: str) -> str | None:
-        """"deep fakes" for "deepfakes": a word the collection never uses that is two of its words
-        it writes next to each other (the second may carry a plural "s"); None otherwise."""
+    def _split(self, token: str, english: dict[str, int]) -> str | None:
+        """"deep fakes" for "deepfakes": a word that is neither the collection's nor English and is two
+        of the collection's words it writes next to each other (the second may carry a plural "s");
+        None otherwise ("processors" is an English word, not "process ors")."""
         word = token.lower()
-        if len(word) < 2 * MIN_COMPOUND_PART or not word.isalpha() or word in self.words:
+        if len(word) < 2 * MIN_COMPOUND_PART or not word.isalpha() or word in self.words or word in english:
             return None
         for i in range(MIN_COMPOUND_PART, len(word) - MIN_COMPOUND_PART + 1):
             first, second = word[:i], word[i:]
-            if first in STOPWORDS or second in STOPWORDS:  # "forces" is no "for ces"
+            if first in STOPWORDS or _pair(first, second).split()[1] in STOPWORDS:  # a stop word is never a part
                 continue
             if _pair(first, second) in self.pairs:
                 return f"{first} {second}"
@@ -274,10 +279,11 @@ _CHAT_WORDS = {
 }
 
 
-def _chat_word(token: str, before: str) -> str | None:
+def _chat_word(token: str, before: str, after: str) -> str | None:
     """The word a lower-case chat shortening stands for ("ppl's" -> "people's"); None for any other
-    token and for a letter that numbers a point ("point (r)")."""
-    if not token.islower() or before.endswith("("):
+    token, for a letter that numbers a point ("point (r)") and for one inside an abbreviation ("u.s.",
+    "r&d"). `before` and `after` are the characters around the token."""
+    if not token.islower() or before == "(" or re.match(r"[.&/][A-Za-z]", after):
         return None
     word, apostrophe, rest = token.partition("'")
     long = _CHAT_WORDS.get(word)

@@ -21,7 +21,13 @@ MAX_PIECES = 4
 MIN_PIECE_WORDS = 3
 # "what are the penalties, if we use an AEDT without a bias audit?": the clause that asks may hold a
 # single key word, and it is what the question is about; other one-word clauses are small talk.
-_ASKING_CLAUSE = re.compile(r"^(?:what(?:'s|s)?|which|who|how\s+(?:much|many|long|often|high)|when)\b", re.IGNORECASE)
+_ASKING_CLAUSE = re.compile(r"^(?:what(?:['’]s|s)?|who|how\s+(?:much|many|long|often|high))\b", re.IGNORECASE)
+# "it", "that" ... as the thing asked about stand for what the clause before says; a clause that only
+# qualifies ("which is fine", "if we hire") names nothing to stand for.
+_PRONOUNS = frozenset("it that this they these those".split())
+_QUALIFYING_CLAUSE = re.compile(
+    r"^(?:which|who|when|if|unless|although|because|even though|since|while|given)\b", re.IGNORECASE
+)
 
 # Where one ask ends and the next begins: sentence ends, dashes, and a comma before a new clause.
 _CLAUSE_BREAK = re.compile(
@@ -113,6 +119,10 @@ def _clauses(question: str) -> list[str]:
     return out
 
 
+def _bare(phrase: str) -> str:
+    return phrase.strip(" ,.;:?!")
+
+
 def classification(question: str) -> tuple[str, frozenset[str]] | None:
     """("CV-screening tool", {"high", "risk"}) for "Is our CV-screening tool high-risk?": the thing
     asked about and the word stems of the category it may belong to; None for other questions. When
@@ -127,14 +137,13 @@ def classification(question: str) -> tuple[str, frozenset[str]] | None:
             _CATEGORY_SYNONYMS.get(t, t) for t in content_terms(part[m.end("subject"):]) if t not in _CLASSIFYING_WORDS
         )
         if category:
-            subject = m.group("subject").strip(" ,.;:?!")
-            if subject.lower() in _PRONOUNS and n > 0:
-                subject = clauses[n - 1]
+            subject = _bare(m.group("subject"))
+            if subject.lower() in _PRONOUNS:
+                before = [c for c in clauses[:n] if c and not _QUALIFYING_CLAUSE.match(c)]
+                subject = before[-1] if before else subject
             return subject, category
     return None
 
-
-_PRONOUNS = frozenset("it that this they these those".split())
 
 
 def focus_pieces(question: str) -> list[str]:
@@ -144,8 +153,8 @@ def focus_pieces(question: str) -> list[str]:
     for part in _clauses(question):
         for pattern in (_IS_IT_ALLOWED, _CLASSIFY):
             m = pattern.match(part)
-            if m and m.group("subject").strip(" ,.;:?!").lower() not in _PRONOUNS:
-                pieces.append(m.group("subject").strip(" ,.;:?!"))
+            if m and _bare(m.group("subject")).lower() not in _PRONOUNS:
+                pieces.append(_bare(m.group("subject")))
                 break
         pieces.append(part)
     out: list[str] = []

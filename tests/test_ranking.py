@@ -223,6 +223,9 @@ def test_a_classification_question_names_its_subject_and_category():
         "we use AI to screen CVs", frozenset({"high", "risk"}))
     assert classification("We rank applicants with a model. Is it high-risk?") == (
         "We rank applicants with a model", frozenset({"high", "risk"}))
+    # a clause that only qualifies names nothing; nothing before, and the pronoun stays
+    assert classification("We schedule shifts with it, which is fine, is that high-risk?")[0] == "We schedule shifts with it"
+    assert classification("Thanks. Is it high-risk?") == ("it", frozenset({"high", "risk"}))
 
 
 def test_the_best_matching_item_of_each_list_defining_the_category_is_marked():
