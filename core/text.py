@@ -17,7 +17,7 @@ STOPWORDS = frozenset(
     own same she should so some such than that the their theirs them themselves then there these they
     this those through to too under until up very was we were what when where which while who whom why
     will with would you your yours yourself yourselves s t d ll m re ve y i.e e.g also per via upon
-    shall may must whats""".split()
+    shall may must whats without""".split()
 )
 
 
