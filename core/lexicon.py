@@ -216,9 +216,10 @@ class Lexicon:
             return None
         for i in range(MIN_COMPOUND_PART, len(word) - MIN_COMPOUND_PART + 1):
             first, second = word[:i], word[i:]
-            if first in STOPWORDS or _pair(first, second).split()[1] in STOPWORDS:  # a stop word is never a part
+            pair = _pair(first, second)
+            if first in STOPWORDS or pair.split()[1] in STOPWORDS:  # a stop word is never a part
                 continue
-            if _pair(first, second) in self.pairs:
+            if pair in self.pairs:
                 return f"{first} {second}"
         return None
 

@@ -145,7 +145,6 @@ def classification(question: str) -> tuple[str, frozenset[str]] | None:
     return None
 
 
-
 def focus_pieces(question: str) -> list[str]:
     """The question's sentences and clauses that ask something, cleaned of the law's name and small
     talk, plus the subject of a classification question; at most MAX_PIECES, never the question itself."""
