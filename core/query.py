@@ -24,7 +24,7 @@ MIN_PIECE_WORDS = 3
 _ASKING_CLAUSE = re.compile(r"^(?:what(?:['’]s|s)?|who|how\s+(?:much|many|long|often|high))\b", re.IGNORECASE)
 # "it", "that" ... as the thing asked about stand for what the clause before says; a clause that only
 # qualifies ("which is fine", "if we hire") names nothing to stand for.
-_PRONOUNS = frozenset("it that this they these those".split())
+_PRONOUNS = frozenset("it that this they these those us me them".split())
 _QUALIFYING_CLAUSE = re.compile(
     r"^(?:which|who|when|if|unless|although|because|even though|since|while|given)\b", re.IGNORECASE
 )
@@ -56,12 +56,19 @@ _THE_LAW = re.compile(
 _CLASSIFY = re.compile(
     r"^(?:is|are|was|would|will|does|do|could|can)\s+(?P<subject>.+?)\s+"
     r"(?:be\s+)?(?:considered|count(?:ed|s)?\s+as|classified\s+as|qualif(?:y|ies)\s+as|deemed|treated\s+as|"
-    r"fall(?:s)?\s+(?:under|within)|covered\s+by|seen\s+as|regarded\s+as|"
+    r"fall(?:s)?(?:\s+(?:under|within)|\s*$)|covered(?:\s+by)?|seen\s+as|regarded\s+as|"
     r"(?:(?:a\s+)?high[- ]risk|prohibited|banned)(?:\s+(?:AI\s+)?(?:system|tool|use|case|practice)s?)?\s*$)",
     re.IGNORECASE,
 )
 _IS_IT_ALLOWED = re.compile(
     r"^(?:is|are)\s+(?:it|we|they)\s+(?:banned|prohibited|allowed|legal|illegal|permitted|ok|okay)\s+(?:to|for)\s+(?P<subject>.+)$",
+    re.IGNORECASE,
+)
+# "does the act apply to X", "would it still apply to X": X against the list that says what the law
+# covers (the law's own name is gone by then: "does apply to X").
+_APPLIES_TO = re.compile(
+    r"^(?:does|do|would|will|could|can)\s+(?:(?:the\s+)?(?:act|regulation|law)\s+|it\s+|this\s+|that\s+)?"
+    r"(?:still\s+|even\s+|also\s+|really\s+|actually\s+)?apply\s+to\s+(?P<subject>.+)$",
     re.IGNORECASE,
 )
 
@@ -107,6 +114,10 @@ _CLASSIFYING_WORDS = frozenset(content_terms(
 ))
 # The same category in other words: what the law calls prohibited, people call banned.
 _CATEGORY_SYNONYMS = {"ban": "prohibit"}
+# Whether X is allowed at all is answered by the list of what is prohibited; whether the law applies
+# to X, by the list of what it covers (its "Scope").
+_PROHIBITED = frozenset(content_terms("prohibited"))
+_SCOPE = frozenset(content_terms("scope"))
 
 
 def _clauses(question: str) -> list[str]:
@@ -125,17 +136,25 @@ def _bare(phrase: str) -> str:
 
 def classification(question: str) -> tuple[str, frozenset[str]] | None:
     """("CV-screening tool", {"high", "risk"}) for "Is our CV-screening tool high-risk?": the thing
-    asked about and the word stems of the category it may belong to; None for other questions. When
-    the thing is a pronoun ("We use AI to screen CVs. Is that high-risk?"), it is what the clause
-    before says."""
+    asked about and the word stems of the category it may belong to; None for other questions. "Is it
+    allowed to X?" asks whether X is prohibited, "does the act apply to X / is X covered?" whether X is
+    in its scope. When the thing is a pronoun ("We use AI to screen CVs. Is that high-risk?", "does it
+    apply to us?"), it is what the clause before says."""
     clauses = _clauses(question)
     for n, part in enumerate(clauses):
-        m = _CLASSIFY.match(part)
-        if m is None:
+        allowed, applies, m = _IS_IT_ALLOWED.match(part), _APPLIES_TO.match(part), _CLASSIFY.match(part)
+        if allowed is not None:
+            m, category = allowed, _PROHIBITED
+        elif applies is not None:
+            m, category = applies, _SCOPE
+        elif m is not None:
+            category = frozenset(
+                _CATEGORY_SYNONYMS.get(t, t) for t in content_terms(part[m.end("subject"):]) if t not in _CLASSIFYING_WORDS
+            )
+            if not category and re.match(r"\s+(?:be\s+)?(?:covered|falls?\b)", part[m.end("subject"):], re.IGNORECASE):
+                category = _SCOPE  # "is X covered (by the act)?", "does X fall under it?"
+        else:
             continue
-        category = frozenset(
-            _CATEGORY_SYNONYMS.get(t, t) for t in content_terms(part[m.end("subject"):]) if t not in _CLASSIFYING_WORDS
-        )
         if category:
             subject = _bare(m.group("subject"))
             if subject.lower() in _PRONOUNS:
@@ -150,7 +169,7 @@ def focus_pieces(question: str) -> list[str]:
     talk, plus the subject of a classification question; at most MAX_PIECES, never the question itself."""
     pieces: list[str] = []
     for part in _clauses(question):
-        for pattern in (_IS_IT_ALLOWED, _CLASSIFY):
+        for pattern in (_IS_IT_ALLOWED, _APPLIES_TO, _CLASSIFY):
             m = pattern.match(part)
             if m and _bare(m.group("subject")).lower() not in _PRONOUNS:
                 pieces.append(_bare(m.group("subject")))

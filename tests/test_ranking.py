@@ -228,6 +228,27 @@ def test_a_classification_question_names_its_subject_and_category():
     assert classification("Thanks. Is it high-risk?") == ("it", frozenset({"high", "risk"}))
 
 
+def test_whether_x_is_allowed_or_covered_is_asked_of_the_prohibitions_and_the_scope():
+    """'Is it allowed to X?' is answered by the list of what is prohibited; 'does the act apply to X /
+    is X covered / does X fall under it?' by the list of what the law covers (its Scope)."""
+    from core.query import classification
+
+    prohibited, scope = frozenset({"prohibit"}), frozenset({"scope"})
+    assert classification("is it allowed to use emotion recognition on employees?") == (
+        "use emotion recognition on employees", prohibited)
+    assert classification("Is it banned to use AI-driven dark patterns?") == ("use AI-driven dark patterns", prohibited)
+    assert classification("does the AI act apply to a US company with no EU office") == (
+        "a US company with no EU office", scope)
+    assert classification("Is our chatbot covered by the AI Act?") == ("our chatbot", scope)
+    assert classification("Does our recruiting tool fall under the AI Act?") == ("our recruiting tool", scope)
+    # "us" stands for what the clause before says about who asks
+    assert classification("we only sell outside the EU from Texas. does the act apply to us?") == (
+        "we only sell outside the EU from Texas", scope)
+    # covered by a named rule: that rule is the category
+    assert classification("Is our tool covered by the notice requirement?")[1] == frozenset({"notic", "requir"})
+    assert classification("Do we have to apply to the notified body?") is None
+
+
 def test_the_best_matching_item_of_each_list_defining_the_category_is_marked():
     """'Is X a risky widget?': the lists that define risky widgets are Art. 6 (its heading classifies
     them), Annex III (its heading is about them) and Annex I (Art. 6 relies on it); Art. 16-17 are
