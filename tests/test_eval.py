@@ -13,12 +13,13 @@ from core.eval import DatasetError, build_report, load_scope_review, render_mark
 from core.eval.metrics import (
     answer_similarity,
     citation_valid,
+    content_word_set,
     content_words,
     context_recall,
     percentile,
     word_recall_f1,
 )
-from core.eval.report import DEFAULT_SCOPE_REVIEW
+from core.eval.report import DEFAULT_SCOPE_REVIEW, read_gold
 from core.types import Answer, Chunk, Citation, PipelineResult, RetrievalParams, ScoredChunk, Turn, Usage
 
 CANARY = "CANARY-7f3a9c-DO-NOT-LEAK"
@@ -485,3 +486,32 @@ def test_report_shows_llm_tokens_and_cost_per_1000_questions():
     assert summary.cost_per_1000_usd == pytest.approx(expected) and expected > 0
     assert summarize_llm_usage([rows[2]]) is None
     assert summarize_llm_usage([{**rows[0], "model": "no-such-model"}]).cost_per_1000_usd is None
+
+
+AUTHORS_STYLE_EU = Path(__file__).parent / "data" / "authors_style" / "eu_ai_act_authors.jsonl"
+OUT_OF_SCOPE_REFERENCE = (
+    "This question can not be answered by the context. No sufficient information is provided in the context "
+    "to answer this question."
+)
+
+
+def test_our_authors_style_eu_set_is_scored_like_the_authors_set():
+    """Our EU AI Act set in the authors' generated style: every row reads as gold, uses the authors'
+    question types, and each reference answer is written from its passages (context recall scores the
+    reference answer's words against what retrieval returns, so a paraphrased reference would measure
+    nothing)."""
+    gold = read_gold(AUTHORS_STYLE_EU)
+    rows = [json.loads(line) for line in AUTHORS_STYLE_EU.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(gold) == len(rows) == 80
+    authors_types = {"simple", "complex", "double", "complex_situational", "situational", "distracting element",
+                     "compare", "vague", "conversational", "rule_conclusion", "out of scope"}
+    assert {g.question_type for g in gold.values()} == authors_types
+    for row in rows:
+        passages = [p.split(":", 1)[1] for p in row["reference_context"].split("\n\nDocument ")]
+        assert row["reference_context"].startswith("Document ") and all(p.strip() for p in passages), row["id"]
+        assert bool(row["conversation_history"]) == (row["metadata"]["question_type"] == "conversational"), row["id"]
+        if row["metadata"]["question_type"] == "out of scope":
+            assert row["reference_answer"] == OUT_OF_SCOPE_REFERENCE
+            continue
+        answer = content_word_set(row["reference_answer"])
+        assert len(answer & content_word_set(" ".join(passages))) >= 0.6 * len(answer), row["id"]
