@@ -112,7 +112,13 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
         (("money",),),
     ),
     (re.compile(r"\bhow much\b", re.I), (("money", "percentage"),)),
-    (re.compile(r"\bwhat (?:percentage|percent|share|proportion)\b", re.I), (("percentage",),)),
+    # "What (minimum accuracy) percentage ...?", "What fee does the AI Office charge?": the words
+    # between say what of, and stay key terms.
+    (
+        re.compile(r"\b(?P<ask>what)\s+(?:[\w-]+\s+){0,2}?(?P<verb>percentage|percent|share|proportion)\b", re.I),
+        (("percentage",),),
+    ),
+    (re.compile(r"\b(?P<ask>what)\s+(?:[\w-]+\s+)?(?P<verb>fees?|price)\b", re.I), (("money",),)),
     (re.compile(_WHAT_IS_THE + r"(?:average|mean|median) age\b", re.I), (("statistic",), ("age",))),
     (re.compile(_WHAT_IS_THE + r"(?:average|mean|median)\b", re.I), (("statistic",),)),
     (re.compile(_WHAT_IS_THE + r"ages?\b", re.I), (("age",),)),

@@ -415,7 +415,7 @@ class ExtractiveGenerator:
 
 
 # A name in the sentence that asks: capitalised (not the first word), or letters and digits together.
-_NAME = re.compile(r"(?<![\w'’-])(?:[A-Z][a-z]+[A-Z]\w*|[A-Z][a-z]{2,}|[A-Z]{2,}[/-]?[A-Z]*\s?\d{3,})(?![\w'’-])")
+_NAME = re.compile(r"(?<![\w'’-])(?:[A-Z][a-z]+[A-Z]\w*|[A-Z][a-z]{2,}|[A-Z]{2,}[/-]?[A-Z]*\s?\d{3,})(?=['’]s\b|(?![\w'’-]))")
 _CALENDAR = frozenset(
     "january february march april may june july august september october november december monday tuesday "
     "wednesday thursday friday saturday sunday".split()

@@ -19,6 +19,8 @@ from hypa_testkit.toy import make_chunk, scored, toy_generator
         ("How much is the civil penalty?", (("money", "percentage"),), "civil"),
         ("How much does an independent audit cost?", (("money",),), "independ"),
         ("What percentage of the data may be excluded?", (("percentage",),), None),
+        ("What minimum accuracy percentage must the tool reach?", (("percentage",),), None),
+        ("What fee does the department charge for an audit?", (("money",),), None),
         ("What is the average age of the male applicants?", (("statistic",), ("age",)), None),
         ("What was the general sentiment of the comments?", (("opinion",),), None),
         ("How often must the tool be audited?", (("duration",),), "tool"),
@@ -42,6 +44,7 @@ def test_asked_value_kind_and_subject(question: str, kinds, subject):
         "What is a bias audit?",
         "Who enforces the law?",
         "What is the purpose of the notice?",
+        "What charges can the department bring?",  # charges brought, not a price
         "Does the law prohibit discrimination based on age?",  # mentions age, does not ask for one
         # asks whether to disclose the period, not for it
         "Do we need to put anything on our careers page about what data we collect and how long we keep it?",
@@ -55,6 +58,8 @@ def test_the_words_that_ask_are_not_what_the_question_is_about():
     assert asked_value("For how many years does the vendor provide data?").words == {"mani", "year"}
     # The counted thing is what a count question is about, so it is not among the asking words.
     assert "employe" not in asked_value("How many employees must a company have?").words
+    # What the percentage is of stays a key term.
+    assert asked_value("What minimum accuracy percentage must the tool reach?").words == {"percentag"}
 
 
 @pytest.mark.parametrize(

@@ -180,6 +180,7 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     stats = TermStats.from_texts(c.text for c in [sc.chunk for sc in scored()])
     assert unknown_names("We also sell in Chicago. What does Illinois require of sellers?", stats) == ["Illinois"]
     assert unknown_names("Is the WidgetPro 3000 covered?", stats) == ["WidgetPro"]
+    assert unknown_names("Has Acme's widget been notified?", stats) == ["Acme"]  # a possessive is still a name
     assert unknown_names("Must a seller notify buyers by Friday under LL144?", stats) == []  # a day, the law's name
     assert unknown_names("What is the date in Document 27?", stats) == []  # a numbered part
     assert unknown_names("We sell in Chicago. Must sellers notify buyers?", stats) == []  # not in the asking sentence
