@@ -442,11 +442,28 @@ def asking_sentences(question: str) -> list[str]:
     return asking or sentences[-1:] or [question]
 
 
+# "we're rolling out the tool in our german warehouses, do we have to tell the works council?": a
+# statement before the comma sets the scene as a sentence of its own would; a condition ("if we also
+# hire in Illinois, ...") is part of what is asked.
+_ASK_AFTER_SCENE = re.compile(
+    r",\s+(?=(?:do|does|is|are|can|could|would|will|should|must|may|what|which|who|how)\s)", re.IGNORECASE
+)
+_CONDITION = re.compile(r"\s*(?:if|when|unless|once|whether|in case|as long as|provided)\b", re.IGNORECASE)
+
+
+def _without_scene(sentence: str) -> str:
+    """The asking sentence without a statement clause that opens it before ", do we …?"."""
+    breaks = list(_ASK_AFTER_SCENE.finditer(sentence))
+    if not breaks or _CONDITION.match(sentence):
+        return sentence
+    return sentence[breaks[-1].end() :]
+
+
 def unknown_names(question: str, stats: TermStats) -> list[str]:
     """Names in the sentences that ask which the collection never uses ("Is Microsoft Copilot
     high-risk?", "What do Illinois and Colorado require?"): the regulations say nothing about them."""
     names = []
-    for text in asking_sentences(question):
+    for text in map(_without_scene, asking_sentences(question)):
         first = re.match(r"\s*\W*(\w+)", text)
         for m in _NAME.finditer(text):
             word = m.group(0)

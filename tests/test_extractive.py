@@ -187,6 +187,9 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     # Every sentence that asks counts, not only the last one; a closing statement asks nothing.
     assert unknown_names("Which agency in Germany enforces it? Want to know who to call.", stats) == ["Germany"]
     assert unknown_names("Must sellers notify buyers? We also sell in Chicago.", stats) == []
+    # A statement before ", do we …?" sets the scene like a sentence of its own; a condition asks.
+    assert unknown_names("we sell widgets in our german shops, do we have to notify buyers?", stats) == []
+    assert unknown_names("If we also sell in Illinois, do we have to notify buyers?", stats) == ["Illinois"]
     # A place or a language typed in lower case is still a name; an everyday word is not.
     assert unknown_names("do we need the notice in spanish too?", stats) == ["Spanish"]
     assert unknown_names("must sellers in illinois notify buyers?", stats) == ["Illinois"]
