@@ -444,17 +444,23 @@ def asking_sentences(question: str) -> list[str]:
 
 # "we're rolling out the tool in our german warehouses, do we have to tell the works council?": a
 # statement before the comma sets the scene as a sentence of its own would; a condition ("if we also
-# hire in Illinois, ...") is part of what is asked.
+# hire in Illinois, ...") is part of what is asked, and so is a question's own clause.
+# ("who" and "which" after a comma open a relative clause: "Does John, who developed the tool, …?")
 _ASK_AFTER_SCENE = re.compile(
-    r",\s+(?=(?:do|does|is|are|can|could|would|will|should|must|may|what|which|who|how)\s)", re.IGNORECASE
+    r",\s+(?=(?:do|does|is|are|can|could|would|will|should|must|may|what|how)\s)", re.IGNORECASE
 )
-_CONDITION = re.compile(r"\s*(?:if|when|unless|once|whether|in case|as long as|provided)\b", re.IGNORECASE)
+# What opens a condition, or a question rather than a statement.
+_NOT_SCENE = re.compile(
+    r"\s*(?:if|when|unless|once|whether|in case|as long as|provided|do|does|did|is|are|can|could|would|will|"
+    r"should|must|may|has|have|had|what|which|who|whom|whose|how|where|why)\b",
+    re.IGNORECASE,
+)
 
 
 def _without_scene(sentence: str) -> str:
     """The asking sentence without a statement clause that opens it before ", do we …?"."""
     breaks = list(_ASK_AFTER_SCENE.finditer(sentence))
-    if not breaks or _CONDITION.match(sentence):
+    if not breaks or _NOT_SCENE.match(sentence):
         return sentence
     return sentence[breaks[-1].end() :]
 

@@ -190,6 +190,7 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     # A statement before ", do we …?" sets the scene like a sentence of its own; a condition asks.
     assert unknown_names("we sell widgets in our german shops, do we have to notify buyers?", stats) == []
     assert unknown_names("If we also sell in Illinois, do we have to notify buyers?", stats) == ["Illinois"]
+    assert unknown_names("Does John, who sells widgets, have to notify buyers?", stats) == ["John"]
     # A place or a language typed in lower case is still a name; an everyday word is not.
     assert unknown_names("do we need the notice in spanish too?", stats) == ["Spanish"]
     assert unknown_names("must sellers in illinois notify buyers?", stats) == ["Illinois"]
