@@ -221,7 +221,10 @@ class ExtractiveGenerator:
         if asked is not None:
             # The value is about what the sentence asking for it names, not the scene around it
             # ("... after launch? legal is asking for a retention schedule"), and, for a follow-up,
-            # about what the question before it named ("how long do we get?").
+            # about what the question before it named ("how long do we get?"). A sentence after
+            # the first keeps its leading space, which most value patterns do not accept, so a value
+            # asked after a statement is judged against the whole message; stripped, and so judged
+            # on its own sentence, answers were lost (docs/RESULTS.md, fourth update).
             sentence = next((a for a in _SENTENCE.findall(asking) if asked_value(a) is not None), asking)
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
