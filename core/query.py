@@ -33,8 +33,10 @@ _QUALIFYING_CLAUSE = re.compile(
 _CLAUSE_BREAK = re.compile(
     r"(?<=[.?!;])\s+|\s+[—–]\s+|\s+-\s+"
     r"|,\s+(?=(?:or|but|even though|although|because|since|so|which|while|if|when|unless|given)\b)"
-    # "we use AI to screen CVs, is that high-risk?": a question about what the clause before says
-    r"|,\s+(?=(?:is|are|does|do|can|could|would|will|should|must)\s+(?:it|that|this|they|these|those|we|there)\b)"
+    # "we use AI to screen CVs, is that high-risk?", "we are a start-up in Berlin, does the act apply to
+    # us?": a question about what the clause before says
+    r"|,\s+(?=(?:is|are|does|do|can|could|would|will|should|must)\s+"
+    r"(?:it|that|this|they|these|those|we|there|the\s+(?:act|law|regulation|rules))\b)"
     r"|\s+(?=(?:even though|although|because|given that|unless|if|when)\b)",
     re.IGNORECASE,
 )

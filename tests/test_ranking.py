@@ -244,6 +244,8 @@ def test_whether_x_is_allowed_or_covered_is_asked_of_the_prohibitions_and_the_sc
     # "us" stands for what the clause before says about who asks
     assert classification("we only sell outside the EU from Texas. does the act apply to us?") == (
         "we only sell outside the EU from Texas", scope)
+    assert classification("we only sell outside the EU from Texas, does the act apply to us?") == (
+        "we only sell outside the EU from Texas", scope)  # ", does the act …" opens a clause of its own
     # covered by a named rule: that rule is the category
     assert classification("Is our tool covered by the notice requirement?")[1] == frozenset({"notic", "requir"})
     assert classification("Do we have to apply to the notified body?") is None
