@@ -58,7 +58,7 @@ _THE_LAW = re.compile(
 _CLASSIFY = re.compile(
     r"^(?:is|are|was|would|will|does|do|could|can)\s+(?P<subject>.+?)\s+"
     r"(?:be\s+)?(?:considered|count(?:ed|s)?\s+as|classified\s+as|qualif(?:y|ies)\s+as|deemed|treated\s+as|"
-    r"fall(?:s)?(?:\s+(?:under|within)|\s*$)|covered(?:\s+by)?|seen\s+as|regarded\s+as|"
+    r"(?P<scope>fall(?:s)?(?:\s+(?:under|within)|\s*$)|covered(?:\s+by)?)|seen\s+as|regarded\s+as|"
     r"(?:(?:a\s+)?high[- ]risk|prohibited|banned)(?:\s+(?:AI\s+)?(?:system|tool|use|case|practice)s?)?\s*$)",
     re.IGNORECASE,
 )
@@ -120,6 +120,13 @@ _CATEGORY_SYNONYMS = {"ban": "prohibit"}
 # to X, by the list of what it covers (its "Scope").
 _PROHIBITED = frozenset(content_terms("prohibited"))
 _SCOPE = frozenset(content_terms("scope"))
+# The patterns that find the thing asked about, in the order they are tried, with the category each
+# implies (None: the words after the thing name it).
+_ASKED_ABOUT: tuple[tuple[re.Pattern[str], frozenset[str] | None], ...] = (
+    (_IS_IT_ALLOWED, _PROHIBITED),
+    (_APPLIES_TO, _SCOPE),
+    (_CLASSIFY, None),
+)
 
 
 def _clauses(question: str) -> list[str]:
@@ -144,19 +151,16 @@ def classification(question: str) -> tuple[str, frozenset[str]] | None:
     apply to us?"), it is what the clause before says."""
     clauses = _clauses(question)
     for n, part in enumerate(clauses):
-        allowed, applies, m = _IS_IT_ALLOWED.match(part), _APPLIES_TO.match(part), _CLASSIFY.match(part)
-        if allowed is not None:
-            m, category = allowed, _PROHIBITED
-        elif applies is not None:
-            m, category = applies, _SCOPE
-        elif m is not None:
+        found = next(((m, implied) for pattern, implied in _ASKED_ABOUT if (m := pattern.match(part))), None)
+        if found is None:
+            continue
+        m, category = found
+        if category is None:
             category = frozenset(
                 _CATEGORY_SYNONYMS.get(t, t) for t in content_terms(part[m.end("subject"):]) if t not in _CLASSIFYING_WORDS
             )
-            if not category and re.match(r"\s+(?:be\s+)?(?:covered|falls?\b)", part[m.end("subject"):], re.IGNORECASE):
+            if not category and m.group("scope"):
                 category = _SCOPE  # "is X covered (by the act)?", "does X fall under it?"
-        else:
-            continue
         if category:
             subject = _bare(m.group("subject"))
             if subject.lower() in _PRONOUNS:
@@ -171,7 +175,7 @@ def focus_pieces(question: str) -> list[str]:
     talk, plus the subject of a classification question; at most MAX_PIECES, never the question itself."""
     pieces: list[str] = []
     for part in _clauses(question):
-        for pattern in (_IS_IT_ALLOWED, _APPLIES_TO, _CLASSIFY):
+        for pattern, _ in _ASKED_ABOUT:
             m = pattern.match(part)
             if m and _bare(m.group("subject")).lower() not in _PRONOUNS:
                 pieces.append(_bare(m.group("subject")))
