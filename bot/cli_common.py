@@ -35,6 +35,7 @@ def setup_error_types() -> tuple[type[BaseException], ...]:
     from core.errors import (
         ClassifierArtifactError,
         ConfigError,
+        GlossaryError,
         ModelWeightsError,
         RerankerUnavailable,
         TokenStatesError,
@@ -43,7 +44,7 @@ def setup_error_types() -> tuple[type[BaseException], ...]:
 
     return (
         ConfigError, ClassifierArtifactError, TokenStatesError, RerankerUnavailable, EmbeddingModelNotFound,
-        ModelWeightsError,
+        ModelWeightsError, GlossaryError,
     )
 
 

@@ -64,6 +64,12 @@ class Corpus(BaseModel):
     # Word-piece budget for the provisions an answer from this collection reads (the default config);
     # None = HYPA_MAX_CONTEXT_TOKENS. A large act whose provisions are short needs more of them.
     context_tokens: int | None = Field(default=None, ge=1)
+    # Users' words for what the law names otherwise (core/glossary.py): a TOML file, relative to
+    # this manifest.
+    glossary: str | None = None
+
+    def glossary_path(self, manifest_path: Path = MANIFEST_PATH) -> Path | None:
+        return None if not self.glossary else manifest_path.parent / self.glossary
 
 
 class Manifest(BaseModel):

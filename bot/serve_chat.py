@@ -131,10 +131,15 @@ def build_server(
 def warm_up(components: Components) -> None:
     """Every served collection is in the index (else a ServeSetupError naming the command that builds
     it); then the index, models and term statistics load now, not while the first person waits."""
+    from core.errors import GlossaryError
+
     problem = components.missing_collections_problem()
     if problem:
         raise ServeSetupError(problem)
-    components.warm_up()
+    try:
+        components.warm_up()
+    except GlossaryError as exc:  # an operator's glossary file (HYPA_GLOSSARY_DIR) to fix
+        raise ServeSetupError(str(exc)) from None
 
 
 def http_server(app: Starlette, http: HttpConfig, *, access_log: bool = True) -> uvicorn.Server:

@@ -75,6 +75,12 @@ class Settings(BaseSettings):
     # ~0.5 s to load instead of ~9 s) when the model is a mean-pooling one; "torch": sentence-transformers.
     embedding_backend: Literal["auto", "onnx", "torch"] = "auto"
 
+    # Users' words for what the law names otherwise (core/glossary.py): the manifest corpora's own
+    # glossaries (bot/glossaries) and, for any collection, `<collection>.toml` in HYPA_GLOSSARY_DIR
+    # (default: <data dir>/glossaries), whose entries are added to them. false = search as typed.
+    glossary: bool = True
+    glossary_dir: Path | None = None
+
     # Questions longer than this are refused with a clear message instead of being truncated silently.
     max_question_chars: int = Field(default=4000, ge=100)
 
@@ -225,6 +231,10 @@ class Settings(BaseSettings):
     @property
     def corpus_dir(self) -> Path:
         return self.data_dir / "corpus"
+
+    @property
+    def glossaries_dir(self) -> Path:
+        return self.glossary_dir or self.data_dir / "glossaries"
 
     @property
     def kg_dir(self) -> Path:

@@ -22,6 +22,7 @@ from bot.settings import Settings
 from core.adaptive import ConfigPolicy, FixedPolicy, ParamPolicy
 from core.answer_watch import AnswerWatch
 from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator
+from core.glossary import Glossary
 from core.index import ChunkIndex
 from core.ingestion import IngestOutcome, IngestProgress, ingest_file
 from core.language import LanguageDetector
@@ -139,8 +140,27 @@ def term_stats_of(chunks: list[Chunk]) -> TermStats:
     return TermStats.from_texts(f"{c.heading} {c.text}" for c in chunks)
 
 
-def lexicon_of(chunks: list[Chunk]) -> Lexicon:
-    return Lexicon.from_texts(f"{c.heading}\n{c.text}" for c in chunks)
+def lexicon_of(chunks: list[Chunk], glossary: Glossary | None = None) -> Lexicon:
+    return Lexicon.from_texts((f"{c.heading}\n{c.text}" for c in chunks), glossary)
+
+
+def collection_glossaries(settings: Settings) -> dict[str, Glossary]:
+    """{collection: glossary}: the manifest corpora's (bot/corpora.toml `glossary`) with the entries
+    of `<collection>.toml` in HYPA_GLOSSARY_DIR added; empty when HYPA_GLOSSARY=false. A file that
+    cannot be read raises GlossaryError naming it."""
+    from bot.corpus import load_manifest
+
+    if not settings.glossary:
+        return {}
+    glossaries: dict[str, Glossary] = {}
+    for corpus in load_manifest().corpora.values():
+        path = corpus.glossary_path()
+        if path is not None:
+            glossaries[corpus.collection] = Glossary.read(path)
+    own = settings.glossaries_dir
+    for path in sorted(own.glob("*.toml")) if own.is_dir() else []:
+        glossaries[path.stem] = glossaries.get(path.stem, Glossary()) + Glossary.read(path)
+    return glossaries
 
 
 @dataclass
@@ -178,8 +198,15 @@ class Components:
         return PerCollection(self.index, term_stats_of)
 
     @cached_property
+    def glossaries(self) -> dict[str, Glossary]:
+        return collection_glossaries(self.settings)
+
+    @cached_property
     def lexicon(self) -> PerCollection[Lexicon]:
-        return PerCollection(self.index, lexicon_of)
+        def build(chunks: list[Chunk]) -> Lexicon:
+            return lexicon_of(chunks, self.glossaries.get(chunks[0].collection) if chunks else None)
+
+        return PerCollection(self.index, build)
 
     @cached_property
     def segment_features(self) -> PerCollection[FeatureBuilder]:

@@ -24,6 +24,7 @@ HypaError
 ├── DocumentError ···························· a file that cannot be turned into text (ingest)
 ├── InvalidDocumentId (ValueError) ··········· an explicit document id hypa cannot use
 ├── LinkPatternError (ValueError) ············ a source URL pattern hypa cannot use (ingest --source-url)
+├── GlossaryError (ValueError) ··············· a collection's glossary file hypa cannot read (names it)
 ├── DatasetError (ValueError) ················ a malformed evaluation dataset (file and line)
 ├── ConfigError (ValueError) ················· bot/retrieval_configs.toml missing or invalid
 ├── ModelWeightsError (ValueError) ··········· the learned ranker's weights file is unusable
@@ -171,6 +172,10 @@ class InvalidDocumentId(HypaError, ValueError):
 
 class LinkPatternError(HypaError, ValueError):
     """A URL pattern hypa cannot use (`hypa ingest --source-url`, bot/corpora.toml); the message says what is wrong."""
+
+
+class GlossaryError(HypaError, ValueError):
+    """A collection's glossary file cannot be read or is not of the expected shape."""
 
 
 class DatasetError(HypaError, ValueError):

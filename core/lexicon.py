@@ -31,6 +31,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Iterable
 
+from core.glossary import Glossary
 from core.kg.normalize import MINOR_WORDS, find_abbreviations
 from core.text import STOPWORDS
 
@@ -102,11 +103,12 @@ class Lexicon:
     initials: dict[str, str] = field(default_factory=dict)  # letters (lower) -> frequent phrase
     pairs: frozenset[str] = frozenset()  # "deep fake": adjacent lower-case words the text repeats (_pair)
     max_edits_long: int = 2  # for words of 8 letters or more; 1 below
+    glossary: Glossary = field(default_factory=Glossary)  # users' words -> the law's (core/glossary.py)
     _speller: object = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str]) -> "Lexicon":
+    def from_texts(cls, texts: Iterable[str], glossary: Glossary | None = None) -> "Lexicon":
         texts = list(texts)
         words: Counter = Counter()
         phrases: Counter = Counter()
@@ -147,6 +149,7 @@ class Lexicon:
             defined=defined,
             initials={k: v[1] for k, v in initials.items()},
             pairs=frozenset(p for p, n in pairs.items() if n >= MIN_COMPOUND_COUNT),
+            glossary=(glossary or Glossary()).unused_in("\n".join(texts)),
         )
 
     # -- reading a question ----------------------------------------------------------------------
@@ -181,7 +184,8 @@ class Lexicon:
             pos = m.end()
         searched.append(question[pos:])
         corrected.append(question[pos:])
-        return NormalisedQuestion("".join(searched), tuple(corrections), tuple(expansions), "".join(corrected))
+        text, glossed = self.glossary.expand("".join(searched))
+        return NormalisedQuestion(text, tuple(corrections), tuple(expansions) + glossed, "".join(corrected))
 
     def _joined(self, question: str, corrections: list[tuple[str, str]]) -> str:
         """`question` with two adjacent words joined where the collection writes them as one word and

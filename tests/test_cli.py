@@ -316,3 +316,18 @@ def test_a_question_in_german_without_a_key_asks_for_english(built):
     record = json.loads(result.stdout)
     assert record["refused"] and "English" in record["answer"] and "German" in record["answer"]
     assert record["contexts"] == []
+
+
+def test_glossary_show_lists_entries_and_reads_a_question(built, tmp_path: Path):
+    """`hypa glossary show`: the shipped LL144 glossary, a question read with it, a broken own file."""
+    listing = CliRunner().invoke(app, ["glossary", "show", "ll144"], env=built)
+    assert listing.exit_code == 0, listing.output
+    assert "employment section of its website <- careers page, career page" in listing.output
+    assert "(left out, the text uses them: applicants)" in listing.output
+    read = CliRunner().invoke(app, ["glossary", "show", "ll144", "Does the notice go on our careers page?"], env=built)
+    assert read.exit_code == 0, read.output
+    assert "'careers page' -> 'employment section of its website'" in read.output
+    assert "searched: Does the notice go on our careers page (employment section of its website)?" in read.output
+    (tmp_path / "ll144.toml").write_text('[terms]\n"notice" = 3\n', encoding="utf-8")
+    broken = CliRunner().invoke(app, ["glossary", "show", "ll144"], env={**built, "HYPA_GLOSSARY_DIR": str(tmp_path)})
+    assert broken.exit_code == 1 and "expected a list of phrasings" in broken.output

@@ -1,0 +1,181 @@
+"""Glossaries: users' words read with the law's before search (core/glossary.py), loaded from the
+manifest corpora and HYPA_GLOSSARY_DIR (bot/wiring.py), shown by `hypa glossary show`."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from bot.corpus import load_manifest
+from bot.serve_chat import ServeSetupError, warm_up
+from bot.settings import Settings
+from bot.wiring import Components, collection_glossaries
+from core.errors import GlossaryError
+from core.glossary import Glossary
+from core.lexicon import Lexicon
+
+CHATBOT = "AI systems intended to interact directly with natural persons"
+
+
+@pytest.fixture
+def glossary() -> Glossary:
+    return Glossary.of({
+        CHATBOT: ["chat bot", "virtual assistant"],
+        "stop button": ["kill switch"],
+        "employment section of its website": ["careers page"],
+    })
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Do users have to know they talk to a chatbot?",
+        "Do users have to know they talk to a Chat-Bot?",
+        "do users have to know they talk to chat bots?",
+        "Is our virtual assistant covered?",
+        "Is our virtual-assistants product covered?",
+    ],
+)
+def test_a_phrasing_is_found_in_any_case_hyphenated_or_written_together_and_in_the_plural(glossary, question):
+    text, expansions = glossary.expand(question)
+    assert f"({CHATBOT})" in text
+    assert [law for _, law in expansions] == [CHATBOT]
+
+
+def test_the_laws_words_follow_the_phrase_as_typed_and_the_rest_is_kept(glossary):
+    text, expansions = glossary.expand("Need a kill switch and a careers page notice?")
+    assert text == (
+        "Need a kill switch (stop button) and a careers page (employment section of its website) notice?"
+    )
+    assert expansions == (("kill switch", "stop button"), ("careers page", "employment section of its website"))
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is the chatbotics lab covered?",  # part of a longer word
+        "Is a skill switch needed?",  # "kill switch" inside "skill switch"
+        "Do AI systems intended to interact directly with natural persons, like our chatbot, need a label?",
+    ],
+)
+def test_no_expansion_inside_a_word_or_where_the_laws_words_are_already_there(glossary, question):
+    assert glossary.expand(question) == (question, ())
+
+
+def test_phrasings_the_text_keeps_using_are_left_out(glossary):
+    text = "A chatbot is mentioned once. " + "The virtual assistant. " * 3
+    kept = glossary.unused_in(text)
+    by_law = {e.law: e.phrasings for e in kept.entries}
+    assert by_law[CHATBOT] == ("chat bot",)  # used once in passing: still needs the law's words
+    assert "virtual assistant" not in by_law[CHATBOT]
+    only_used = Glossary.of({"penalty": ["fine"]}).unused_in("a fine; a fine; fines")
+    assert not only_used and only_used.expand("what is the fine?") == ("what is the fine?", ())
+
+
+def test_two_glossaries_add_up(glossary):
+    more = Glossary.of({CHATBOT: ["bot", "chat bot"], "deployer": ["user of the system"]})
+    merged = glossary + more
+    by_law = {e.law: e.phrasings for e in merged.entries}
+    assert by_law[CHATBOT] == ("chat bot", "virtual assistant", "bot")
+    assert by_law["deployer"] == ("user of the system",)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[terms\n", "cannot read the glossary"),
+        ('terms = "chatbot"\n', "must map the law's words"),
+        ('[terms]\n"stop button" = 3\n', "expected a list of phrasings"),
+        ('[terms]\n"stop button" = ["kill switch", 4]\n', "expected a list of phrasings"),
+    ],
+)
+def test_a_broken_file_is_a_clear_error_naming_it(tmp_path, content, message):
+    path = tmp_path / "mine.toml"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(GlossaryError, match=message) as raised:
+        Glossary.read(path)
+    assert str(path) in str(raised.value)
+
+
+def test_a_lexicon_searches_with_the_laws_words_but_judges_the_users(glossary):
+    lexicon = Lexicon.from_texts(["AI systems intended to interact directly with natural persons shall inform them."], glossary)
+    normalised = lexicon.normalise("Does our chatbot have to say it is an AI?")
+    assert normalised.text == f"Does our chatbot ({CHATBOT}) have to say it is an AI?"
+    assert normalised.corrected == "Does our chatbot have to say it is an AI?"
+    assert ("chatbot", CHATBOT) in normalised.expansions
+
+
+def test_the_shipped_glossaries_load_for_their_corpora():
+    manifest = load_manifest()
+    for corpus in manifest.corpora.values():
+        path = corpus.glossary_path()
+        assert path is not None and path.is_file(), corpus.collection
+        glossary = Glossary.read(path)
+        assert len(glossary.entries) >= 10
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))["terms"]
+        assert all(phrasings and all(p.strip() for p in phrasings) for phrasings in raw.values())
+
+
+def _write(directory: Path, name: str, content: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(content, encoding="utf-8")
+
+
+def test_own_glossaries_add_to_the_manifests_and_can_be_turned_off(tmp_path):
+    own = tmp_path / "glossaries"
+    _write(own, "ll144.toml", '[terms]\n"employment section of its website" = ["hiring portal"]\n')
+    _write(own, "handbook.toml", '[terms]\n"paid time off" = ["PTO", "vacation"]\n')
+    glossaries = collection_glossaries(Settings(data_dir=tmp_path))
+    assert {"ll144", "eu-ai-act", "handbook"} <= glossaries.keys()
+    ll144 = {e.law: e.phrasings for e in glossaries["ll144"].entries}
+    assert "hiring portal" in ll144["employment section of its website"]
+    assert "careers page" in ll144["employment section of its website"]  # the shipped phrasings stay
+    assert collection_glossaries(Settings(data_dir=tmp_path, glossary=False)) == {}
+    elsewhere = tmp_path / "elsewhere"
+    _write(elsewhere, "handbook.toml", '[terms]\n"overtime" = ["extra hours"]\n')
+    moved = collection_glossaries(Settings(data_dir=tmp_path, glossary_dir=elsewhere))
+    assert "overtime" in {e.law for e in moved["handbook"].entries}
+
+
+def _toy_components(tmp_path: Path, **settings) -> Components:
+    from storage.embedded import EmbeddedIndex
+    from storage.embedder import HashingEmbedder
+
+    class WordCountingEmbedder(HashingEmbedder):
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+    doc = tmp_path / "toy.md"
+    doc.write_text(
+        "# Toy rules\n\n§ 1-101 Transparency. Providers of AI systems intended to interact directly with natural "
+        "persons shall inform them that they are interacting with an AI system.\n\n"
+        "§ 1-102 Fees. A fee of 10 dollars is due each year.\n",
+        encoding="utf-8",
+    )
+    components = Components(Settings(data_dir=tmp_path / "data", **settings))
+    components.__dict__["index"] = EmbeddedIndex(tmp_path / "data" / "index", embedder=HashingEmbedder())
+    components.__dict__["embedder"] = WordCountingEmbedder()
+    components.ingest(doc, "toy")
+    return components
+
+
+def test_a_collections_questions_are_searched_with_its_glossary(tmp_path):
+    for root in (tmp_path, tmp_path / "off"):
+        _write(root / "data" / "glossaries", "toy.toml", f'[terms]\n"{CHATBOT}" = ["chatbot"]\n')
+    components = _toy_components(tmp_path)
+    result = components.pipeline.answer("Must our chatbot say it is not human?", collection="toy")
+    assert result.queries[0] == f"Must our chatbot ({CHATBOT}) say it is not human?"
+    assert "§ 1-101" in result.contexts[0].chunk.label
+    plain = _toy_components(tmp_path / "off", glossary=False)
+    assert plain.pipeline.answer("Must our chatbot say it is not human?", collection="toy").queries[0] == (
+        "Must our chatbot say it is not human?"
+    )
+
+
+def test_a_broken_own_glossary_stops_the_bot_at_start_with_its_name(tmp_path):
+    _write(tmp_path / "data" / "glossaries", "toy.toml", "[terms\n")
+    components = _toy_components(tmp_path)
+    components.served_collections = lambda: ["toy"]
+    with pytest.raises(ServeSetupError, match=r"cannot read the glossary .*toy\.toml"):
+        warm_up(components)
