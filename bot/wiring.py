@@ -386,6 +386,7 @@ class Components:
                 self.term_stats,
                 sentence_vectors=self.sentence_vectors,
                 model=self.learned_model("sentences", SENTENCE_FEATURES),
+                glossary=lambda collection: self.lexicon(collection).glossary,
             ),
             self.citation_links,
         )

@@ -34,6 +34,7 @@ import numpy as np
 
 from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.asks import asks_definition, asks_list, defined_terms, defines, leads_a_list
+from core.glossary import Glossary
 from core.lexicon import english_words
 from core.linear import LinearModel
 from core.places import place_and_language_names
@@ -161,9 +162,14 @@ class ExtractiveGenerator:
         config: ExtractiveConfig = ExtractiveConfig(),
         sentence_vectors: SentenceVectors | None = None,
         model: LinearModel | None = None,
+        glossary: Callable[[str], Glossary] = lambda collection: Glossary(),
     ) -> None:
         # term_stats(collection) -> statistics of that collection (cached by the caller).
         self._term_stats = term_stats
+        # glossary(collection) -> its glossary (core/glossary.py): a name it gives the law's words
+        # for ("Brussels") is not a name the law is silent about. (Its law's words do not count for
+        # the value binding: unanswerable questions were answered, docs/RESULTS.md.)
+        self._glossary = glossary
         self.config = config
         self._sentence_vectors = sentence_vectors
         self.model = model or LinearModel.of(SENTENCE_FEATURES, HAND_WEIGHTS)
@@ -209,7 +215,8 @@ class ExtractiveGenerator:
         sentences = [s for s in sentences if role_of(chunks[s.rank]) != "front"] or sentences
         if not sentences:
             return _Candidates.declined("")
-        names = unknown_names(question, stats)
+        glossary = self._glossary(chunks[0].collection)
+        names = unknown_names(question, stats, glossary.words())
         if names:
             return _Candidates.declined(f"They do not mention {_joined(names)}.")
         for term in defined_term_asked(question):
@@ -446,11 +453,12 @@ def asking_sentences(question: str) -> list[str]:
 
 
 # "we're rolling out the tool in our german warehouses, do we have to tell the works council?": a
-# statement before the comma sets the scene as a sentence of its own would; a condition ("if we also
-# hire in Illinois, ...") is part of what is asked, and so is a question's own clause.
+# statement before the comma (or a dash: "it's pure SaaS — how do we …?") sets the scene as a
+# sentence of its own would; a condition ("if we also hire in Illinois, ...") is part of what is
+# asked, and so is a question's own clause.
 # ("who" and "which" after a comma open a relative clause: "Does John, who developed the tool, …?")
 _ASK_AFTER_SCENE = re.compile(
-    r",\s+(?=(?:do|does|is|are|can|could|would|will|should|must|may|what|how)\s)", re.IGNORECASE
+    r"(?:,|\s[—–-])\s+(?=(?:do|does|is|are|can|could|would|will|should|must|may|what|how)\s)", re.IGNORECASE
 )
 # What opens a condition, or a question rather than a statement.
 _NOT_SCENE = re.compile(
@@ -468,9 +476,11 @@ def _without_scene(sentence: str) -> str:
     return sentence[breaks[-1].end() :]
 
 
-def unknown_names(question: str, stats: TermStats) -> list[str]:
+def unknown_names(question: str, stats: TermStats, known: frozenset[str] = frozenset()) -> list[str]:
     """Names in the sentences that ask which the collection never uses ("Is Microsoft Copilot
-    high-risk?", "What do Illinois and Colorado require?"): the regulations say nothing about them."""
+    high-risk?", "What do Illinois and Colorado require?"): the regulations say nothing about them.
+    `known`: lower-case words that are not such names though the collection never uses them (its
+    glossary's: "Brussels" for the AI Office)."""
     names = []
     for text in map(_without_scene, asking_sentences(question)):
         first = re.match(r"\s*\W*(\w+)", text)
@@ -479,7 +489,7 @@ def unknown_names(question: str, stats: TermStats) -> list[str]:
             if first is not None and m.start() <= first.start(1):
                 continue  # a sentence's first word is capitalised anyway
             terms = content_terms(word)
-            if not terms or word.lower() in _CALENDAR or THE_LAW.fullmatch(word):
+            if not terms or word.lower() in _CALENDAR or word.lower() in known or THE_LAW.fullmatch(word):
                 continue  # a date, or the law's own name ("LL144", "DCWP")
             if re.match(r"\s+\(?\d", text[m.end() :]) and word.lower() in english_words():
                 continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)

@@ -103,6 +103,10 @@ class Glossary:
         except GlossaryError as exc:
             raise GlossaryError(f"{path}: {exc}") from None
 
+    def words(self) -> frozenset[str]:
+        """The lower-case words of every phrasing."""
+        return frozenset(w for e in self.entries for p in e.phrasings for w in re.findall(r"[\w'’]+", p.lower()))
+
     def __bool__(self) -> bool:
         return bool(self.entries)
 

@@ -244,6 +244,8 @@ class Lexicon:
         word = token.lower()
         if len(word) < 4 or not word.isalpha() or _ACRONYM.match(token):  # "SMEs" is no misspelling
             return None
+        if any(c.isupper() for c in token[1:]):  # written so on purpose: "SaaS", "OpenAI", "iOS"
+            return None
         if word in self.words or word in english:
             return None
         from symspellpy import Verbosity

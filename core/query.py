@@ -66,6 +66,13 @@ _IS_IT_ALLOWED = re.compile(
     r"^(?:is|are)\s+(?:it|we|they)\s+(?:banned|prohibited|allowed|legal|illegal|permitted|ok|okay)\s+(?:to|for)\s+(?P<subject>.+)$",
     re.IGNORECASE,
 )
+# "... cameras that read our staff's moods. Is that (even) allowed (in the EU)?": the clause before.
+_IS_THAT_ALLOWED = re.compile(
+    r"^(?:is|are)\s+(?P<subject>that|this|it|these|those)\s+(?:even\s+|actually\s+|really\s+|still\s+|legally\s+)?"
+    r"(?:banned|prohibited|allowed|legal|illegal|permitted|ok|okay)\b(?:\s+(?:in|within)\s+(?:the\s+)?(?:EU|Europe|Union))?"
+    r"(?:\s+or\s+.*)?$",
+    re.IGNORECASE,
+)
 # "does the act apply to X", "would it still apply to X": X against the list that says what the law
 # covers (the law's own name is gone by then: "does apply to X").
 _APPLIES_TO = re.compile(
@@ -124,6 +131,7 @@ _SCOPE = frozenset(content_terms("scope"))
 # implies (None: the words after the thing name it).
 _ASKED_ABOUT: tuple[tuple[re.Pattern[str], frozenset[str] | None], ...] = (
     (_IS_IT_ALLOWED, _PROHIBITED),
+    (_IS_THAT_ALLOWED, _PROHIBITED),
     (_APPLIES_TO, _SCOPE),
     (_CLASSIFY, None),
 )

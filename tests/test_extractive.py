@@ -190,6 +190,7 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     # A statement before ", do we …?" sets the scene like a sentence of its own; a condition asks.
     assert unknown_names("we sell widgets in our german shops, do we have to notify buyers?", stats) == []
     assert unknown_names("If we also sell in Illinois, do we have to notify buyers?", stats) == ["Illinois"]
+    assert unknown_names("Our shop runs on Shopify — do we have to notify buyers?", stats) == []  # a dash too
     assert unknown_names("Does John, who sells widgets, have to notify buyers?", stats) == ["John"]
     # A place or a language typed in lower case is still a name; an everyday word is not.
     assert unknown_names("do we need the notice in spanish too?", stats) == ["Spanish"]
@@ -198,6 +199,9 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     # One side of an either/or the collection knows: the question asks which, and the law can say.
     assert unknown_names("Who notifies buyers, the sellers or Brussels?", stats) == []
     assert unknown_names("Who audits widgets - the widget SNSAs or Brussels?", stats) == []  # a phrase the law knows
+    # A name the glossary gives the law's words for is not one the law is silent about.
+    assert unknown_names("How long before we have to tell Brussels?", stats) == ["Brussels"]
+    assert unknown_names("How long before we have to tell Brussels?", stats, frozenset({"brussels"})) == []
     assert unknown_names("Must sellers notify buyers in Illinois or Colorado?", stats) == ["Illinois", "Colorado"]
     answer = toy_generator().generate("What does Illinois require of sellers?", scored())
     assert answer.refused and "They do not mention Illinois." in answer.text

@@ -73,6 +73,10 @@ def test_phrasings_the_text_keeps_using_are_left_out(glossary):
     assert not only_used and only_used.expand("what is the fine?") == ("what is the fine?", ())
 
 
+def test_the_words_of_its_phrasings(glossary):
+    assert glossary.words() == frozenset({"chat", "bot", "virtual", "assistant", "kill", "switch", "careers", "page"})
+
+
 def test_two_glossaries_add_up(glossary):
     more = Glossary.of({CHATBOT: ["bot", "chat bot"], "deployer": ["user of the system"]})
     merged = glossary + more
@@ -162,15 +166,18 @@ def _toy_components(tmp_path: Path, **settings) -> Components:
 
 def test_a_collections_questions_are_searched_with_its_glossary(tmp_path):
     for root in (tmp_path, tmp_path / "off"):
-        _write(root / "data" / "glossaries", "toy.toml", f'[terms]\n"{CHATBOT}" = ["chatbot"]\n')
+        _write(root / "data" / "glossaries", "toy.toml", f'[terms]\n"{CHATBOT}" = ["chatbot"]\n"providers" = ["Acme"]\n')
     components = _toy_components(tmp_path)
     result = components.pipeline.answer("Must our chatbot say it is not human?", collection="toy")
     assert result.queries[0] == f"Must our chatbot ({CHATBOT}) say it is not human?"
     assert "§ 1-101" in result.contexts[0].chunk.label
+    # a name the glossary gives the law's words for is no name the law is silent about
+    assert "do not mention Acme" not in components.pipeline.answer("Must Acme inform people?", collection="toy").answer.text
     plain = _toy_components(tmp_path / "off", glossary=False)
     assert plain.pipeline.answer("Must our chatbot say it is not human?", collection="toy").queries[0] == (
         "Must our chatbot say it is not human?"
     )
+    assert "do not mention Acme" in plain.pipeline.answer("Must Acme inform people?", collection="toy").answer.text
 
 
 def test_a_broken_own_glossary_stops_the_bot_at_start_with_its_name(tmp_path):

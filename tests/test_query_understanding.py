@@ -33,6 +33,7 @@ def test_misspelt_words_are_read_as_the_collections_words(lexicon):
 def test_known_words_abbreviations_and_short_words_are_left_alone(lexicon):
     read = lexicon.normalise("Do SMEs and HR need a DPO for the ATS? hve we?")
     assert read.corrections == ()  # "SMEs" is no misspelling, "hve" too short to guess
+    assert lexicon.normalise("Our tool is pure SaaS, built on OpenAI").corrections == ()  # written so on purpose
     assert lexicon.normalise("What must the employer publish?").changed is False
 
 

@@ -246,6 +246,12 @@ def test_whether_x_is_allowed_or_covered_is_asked_of_the_prohibitions_and_the_sc
         "we only sell outside the EU from Texas", scope)
     assert classification("we only sell outside the EU from Texas, does the act apply to us?") == (
         "we only sell outside the EU from Texas", scope)  # ", does the act …" opens a clause of its own
+    # "is that (even) allowed?" after a scenario asks it of the scenario
+    assert classification("We want cameras that read our staff's moods. Is that even allowed in the EU?") == (
+        "We want cameras that read our staff's moods", prohibited)
+    assert classification("We score video interviews for enthusiasm, is that legal or just high risk?") == (
+        "We score video interviews for enthusiasm", prohibited)
+    assert classification("Is that allowed?") == ("that", prohibited)  # nothing before: no subject to ask of
     # covered by a named rule: that rule is the category
     assert classification("Is our tool covered by the notice requirement?")[1] == frozenset({"notic", "requir"})
     assert classification("Do we have to apply to the notified body?") is None
