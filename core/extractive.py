@@ -231,8 +231,13 @@ class ExtractiveGenerator:
             # about what the question before it named ("how long do we get?"). A sentence after
             # the first keeps its leading space, which most value patterns do not accept, so a value
             # asked after a statement is judged against the whole message; stripped, and so judged
-            # on its own sentence, answers were lost (docs/RESULTS.md, fourth update).
+            # on its own sentence, answers were lost (docs/RESULTS.md, fourth update). Of two or
+            # more questions, the one that asks for the value is what it is about ("Is it free? How
+            # much does a sandbox cost?").
             sentence = next((a for a in _SENTENCE.findall(asking) if asked_value(a) is not None), asking)
+            questions = [a.strip() for a in _SENTENCE.findall(asking) if a.strip().endswith("?")]
+            if len(questions) > 1:
+                sentence = next((a for a in questions if asked_value(a) is not None), sentence)
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights

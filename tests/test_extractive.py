@@ -285,6 +285,17 @@ def test_the_value_is_bound_to_the_sentence_that_asks_for_it_not_to_the_scene_ar
     assert not answer.refused and "ten business days" in answer.text
 
 
+def test_of_two_questions_the_value_is_bound_to_the_one_asking_for_it():
+    question = (
+        "Do our warehouse staff and the regional managers get trained on the compliance rollout schedule "
+        "first? How many business days before selling must a seller notify buyers?"
+    )
+    stats = TermStats.from_texts(sc.chunk.text for sc in scored())
+    generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", 0.7))
+    answer = generator.generate(question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32))
+    assert not answer.refused and "ten business days" in answer.text
+
+
 def test_a_follow_up_searched_with_the_question_before_it_asks_only_its_own_part():
     from core.extractive import asking_part
     from core.types import Turn
