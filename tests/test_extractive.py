@@ -274,22 +274,18 @@ def test_clipped_words_stand_for_the_collection_word_they_begin():
     assert unclipped["document"] == stats.idf("document")
 
 
-def test_the_value_is_bound_to_the_sentence_that_asks_for_it_not_to_the_scene_around_it():
-    question = (
+@pytest.mark.parametrize(
+    "question",
+    [
+        # the scene after the question is not what the value is about
         "How many business days before selling must a seller notify buyers? Our compliance team keeps "
-        "chasing a rollout schedule for the warehouse staff and the regional managers."
-    )
-    stats = TermStats.from_texts(sc.chunk.text for sc in scored())
-    generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", 0.7))
-    answer = generator.generate(question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32))
-    assert not answer.refused and "ten business days" in answer.text
-
-
-def test_of_two_questions_the_value_is_bound_to_the_one_asking_for_it():
-    question = (
+        "chasing a rollout schedule for the warehouse staff and the regional managers.",
+        # of two questions, the value is about the one asking for it
         "Do our warehouse staff and the regional managers get trained on the compliance rollout schedule "
-        "first? How many business days before selling must a seller notify buyers?"
-    )
+        "first? How many business days before selling must a seller notify buyers?",
+    ],
+)
+def test_the_value_is_bound_to_the_sentence_that_asks_for_it(question):
     stats = TermStats.from_texts(sc.chunk.text for sc in scored())
     generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", 0.7))
     answer = generator.generate(question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32))
