@@ -87,6 +87,11 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
     # (pattern, kind groups[, required]); the first match wins.
     (re.compile(r"\bhow (?:long|soon)\b", re.I), (("duration",),)),
     (re.compile(r"\bhow often\b", re.I), (("duration",),)),
+    # "how much heads-up / notice / time do candidates get?" asks for a period, not money.
+    (
+        re.compile(r"\bhow much (?:advance |prior |lead )?(?:notice|heads[- ]?up|time|warning|lead time)\b", re.I),
+        (("duration",),),
+    ),
     (re.compile(r"\bhow old\b", re.I), (("age", "duration"),)),
     # "What's the (maximum) fine?", "How much is the penalty?": an amount is asked; a provision that
     # states none (a court order, a warning) may still answer, so the amount leads the answer but is

@@ -18,6 +18,8 @@ from hypa_testkit.toy import make_chunk, scored, toy_generator
         ("How many employees must a company have?", (("count",),), "compani"),
         ("How much is the civil penalty?", (("money", "percentage"),), "civil"),
         ("How much does an independent audit cost?", (("money",),), "independ"),
+        ("How much notice do candidates get before use?", (("duration",),), "candid"),  # a period, not money
+        ("how much heads-up do candidates need?", (("duration",),), "candid"),
         ("What percentage of the data may be excluded?", (("percentage",),), None),
         ("What minimum accuracy percentage must the tool reach?", (("percentage",),), None),
         ("What fee does the department charge for an audit?", (("money",),), None),
