@@ -386,7 +386,9 @@ class Components:
                 self.term_stats,
                 sentence_vectors=self.sentence_vectors,
                 model=self.learned_model("sentences", SENTENCE_FEATURES),
-                glossary=lambda collection: self.lexicon(collection).glossary,
+                # the configured glossary, not the lexicon's: no index lookup per answer, and a
+                # phrasing the lexicon leaves out holds only words the collection uses anyway
+                glossary=lambda collection: self.glossaries.get(collection, Glossary()),
             ),
             self.citation_links,
         )

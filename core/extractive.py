@@ -216,7 +216,7 @@ class ExtractiveGenerator:
         if not sentences:
             return _Candidates.declined("")
         glossary = self._glossary(chunks[0].collection)
-        names = unknown_names(question, stats, glossary.words())
+        names = unknown_names(question, stats, glossary.words)
         if names:
             return _Candidates.declined(f"They do not mention {_joined(names)}.")
         for term in defined_term_asked(question):
@@ -234,8 +234,9 @@ class ExtractiveGenerator:
             # on its own sentence, answers were lost (docs/RESULTS.md, fourth update). Of two or
             # more questions, the one that asks for the value is what it is about ("Is it free? How
             # much does a sandbox cost?").
-            sentence = next((a for a in _SENTENCE.findall(asking) if asked_value(a) is not None), asking)
-            questions = [a.strip() for a in _SENTENCE.findall(asking) if a.strip().endswith("?")]
+            parts = _SENTENCE.findall(asking)
+            sentence = next((a for a in parts if asked_value(a) is not None), asking)
+            questions = [a.strip() for a in parts if a.strip().endswith("?")]
             if len(questions) > 1:
                 sentence = next((a for a in questions if asked_value(a) is not None), sentence)
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""

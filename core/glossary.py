@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from core.errors import GlossaryError
@@ -103,8 +103,9 @@ class Glossary:
         except GlossaryError as exc:
             raise GlossaryError(f"{path}: {exc}") from None
 
+    @cached_property
     def words(self) -> frozenset[str]:
-        """The lower-case words of every phrasing."""
+        """The lower-case words of every phrasing (derived once: it is read for every answer)."""
         return frozenset(w for e in self.entries for p in e.phrasings for w in re.findall(r"[\w'’]+", p.lower()))
 
     def __bool__(self) -> bool:

@@ -127,7 +127,8 @@ class Lexicon:
                     if any(w.lower() in STOPWORDS and w.lower() not in MINOR_WORDS for w in gram):
                         continue
                     phrases[" ".join(gram)] += 1
-        aliases = find_abbreviations("\n".join(texts))
+        whole = "\n".join(texts)
+        aliases = find_abbreviations(whole)
         defined = {}
         for alias, canonical in aliases.to_canonical.items():
             if alias.replace(" ", "").isalnum() and " " not in alias:
@@ -149,7 +150,7 @@ class Lexicon:
             defined=defined,
             initials={k: v[1] for k, v in initials.items()},
             pairs=frozenset(p for p, n in pairs.items() if n >= MIN_COMPOUND_COUNT),
-            glossary=(glossary or Glossary()).unused_in("\n".join(texts)),
+            glossary=(glossary or Glossary()).unused_in(whole),
         )
 
     # -- reading a question ----------------------------------------------------------------------

@@ -62,14 +62,15 @@ _CLASSIFY = re.compile(
     r"(?:(?:a\s+)?high[- ]risk|prohibited|banned)(?:\s+(?:AI\s+)?(?:system|tool|use|case|practice)s?)?\s*$)",
     re.IGNORECASE,
 )
+_ALLOWED = r"(?:banned|prohibited|allowed|legal|illegal|permitted|ok|okay)"
 _IS_IT_ALLOWED = re.compile(
-    r"^(?:is|are)\s+(?:it|we|they)\s+(?:banned|prohibited|allowed|legal|illegal|permitted|ok|okay)\s+(?:to|for)\s+(?P<subject>.+)$",
+    r"^(?:is|are)\s+(?:it|we|they)\s+" + _ALLOWED + r"\s+(?:to|for)\s+(?P<subject>.+)$",
     re.IGNORECASE,
 )
 # "... cameras that read our staff's moods. Is that (even) allowed (in the EU)?": the clause before.
 _IS_THAT_ALLOWED = re.compile(
     r"^(?:is|are)\s+(?P<subject>that|this|it|these|those)\s+(?:even\s+|actually\s+|really\s+|still\s+|legally\s+)?"
-    r"(?:banned|prohibited|allowed|legal|illegal|permitted|ok|okay)\b(?:\s+(?:in|within)\s+(?:the\s+)?(?:EU|Europe|Union))?"
+    + _ALLOWED + r"\b(?:\s+(?:in|within)\s+(?:the\s+)?(?:EU|Europe|Union))?"
     r"(?:\s+or\s+.*)?$",
     re.IGNORECASE,
 )
