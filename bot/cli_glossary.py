@@ -20,12 +20,15 @@ def glossary_show(
     Entries come from the manifest corpora's glossaries (bot/glossaries) and from
     <collection>.toml in HYPA_GLOSSARY_DIR (default: <data dir>/glossaries). Phrasings the
     collection's own text keeps using are left out (they are the law's words already) and listed
-    as such. With a question: its spelling corrections, abbreviations and glossary expansions, and
-    the text that is searched.
+    as such. Then the topics the law does not mention ([silent]), flagging any phrasing the
+    collection's text does use. With a question: its spelling corrections, abbreviations and
+    glossary expansions, the text that is searched, and a topic it asks about that the law does not
+    mention.
     """
     from bot.cli import _check_collection
     from bot.wiring import Components
     from core.errors import GlossaryError
+    from core.extractive import asked_text
 
     settings = load_settings()
     components = Components(settings)
@@ -42,6 +45,11 @@ def glossary_show(
         for typed, law in normalised.expansions:
             out.print(f"read with: {typed!r} -> {law!r}", markup=False, highlight=False, soft_wrap=True)
         out.print(f"searched: {normalised.text}", markup=False, highlight=False, soft_wrap=True)
+        for topic in configured.silent_on(asked_text(question)) if configured else []:
+            out.print(
+                f"asks about what the law does not mention: {topic} (declined unless a provision found for it uses the words)",
+                markup=False, highlight=False, soft_wrap=True,
+            )
         return
     if not configured:
         where = "HYPA_GLOSSARY=false" if not settings.glossary else f"none in bot/corpora.toml or {settings.glossaries_dir}"
@@ -55,3 +63,12 @@ def glossary_show(
         if left_out:
             line += f" (left out, the text uses them: {', '.join(left_out)})"
         out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if configured.silences:
+        out.print("\nnot mentioned by the law (a question asking about one is told so):", markup=False, highlight=False)
+        text = "\n".join(f"{c.heading}\n{c.text}" for c in components.index.chunks(collection))
+        in_text = configured.silence_phrasings_used_in(text)
+        for silence in configured.silences:
+            line = f"{silence.topic} <- " + ", ".join(silence.phrasings)
+            if in_text.get(silence.topic):
+                line += f" (check: the text uses {', '.join(in_text[silence.topic])})"
+            out.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -219,6 +219,13 @@ class ExtractiveGenerator:
         names = unknown_names(question, stats, glossary.words)
         if names:
             return _Candidates.declined(f"They do not mention {_joined(names)}.")
+        # What users ask about that the law never mentions (a glossary's [silent] topics): quoting
+        # the nearest rule would read as an answer ("do we need candidates' consent?" -> the notice
+        # rule). Checked against every retrieved provision, not only the quoted ones.
+        retrieved = "\n".join(f"{sc.chunk.heading}\n{sc.chunk.text}" for sc in contexts if sc.kind == "chunk")
+        topics = glossary.silent_on(asked_text(asking), retrieved)
+        if topics:
+            return _Candidates.declined(f"They do not mention {_joined(topics)}.")
         for term in defined_term_asked(question):
             if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
                 return _Candidates.declined("They define no such term.")
@@ -437,6 +444,7 @@ _CALENDAR = frozenset(
     "wednesday thursday friday saturday sunday".split()
 )
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
+_PLAIN = re.compile(r"\b(?:plain|simple)\s+$", re.IGNORECASE)
 _LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z]{3,}(?![\w'’-])")
 
 
@@ -474,6 +482,11 @@ _NOT_SCENE = re.compile(
 )
 
 
+def asked_text(question: str) -> str:
+    """What a message asks: its asking sentences without the scene that opens them."""
+    return " ".join(map(_without_scene, asking_sentences(question)))
+
+
 def _without_scene(sentence: str) -> str:
     """The asking sentence without a statement clause that opens it before ", do we …?"."""
     breaks = list(_ASK_AFTER_SCENE.finditer(sentence))
@@ -499,10 +512,14 @@ def unknown_names(question: str, stats: TermStats, known: frozenset[str] = froze
                 continue  # a date, or the law's own name ("LL144", "DCWP")
             if re.match(r"\s+\(?\d", text[m.end() :]) and word.lower() in english_words():
                 continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
+            if _PLAIN.search(text, 0, m.start()) and word.lower() in place_and_language_names():
+                continue  # "in plain English": how to say it, not a language the law is about
             if all(stats.doc_freq.get(t, 0) == 0 for t in terms) and not _known_alternative(text, m, stats):
                 names.append(word)
         for m in _LOWER_WORD.finditer(text):  # "in spanish", "we also hire in illinois"
             word = m.group(0)
+            if _PLAIN.search(text, 0, m.start()):
+                continue
             if word in place_and_language_names() and all(stats.doc_freq.get(t, 0) == 0 for t in content_terms(word)):
                 names.append(word.capitalize())
     return names

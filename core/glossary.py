@@ -9,6 +9,12 @@ collection, `"the law's words" = ["what users say", ...]`; a question that uses 
 searched with the law's words added after it, "chatbot (AI systems intended to interact directly
 with natural persons)", like an abbreviation's long form. Only what is searched changes: the answer
 is still judged against the user's own words.
+
+A glossary may also name what users ask about that the law never mentions (`[silent]`: consent under
+LL144, an "AI officer" under the EU AI Act). Such a question gets the plain "the loaded regulations
+don't address this" with the nearest provisions, instead of a quote of the nearest rule, which would
+read as an answer (core/extractive.py). A topic whose phrasing a provision retrieved for the question
+uses is not declined: the law's silence is checked against its text, not taken on the file's word.
 """
 from __future__ import annotations
 
@@ -25,6 +31,16 @@ from core.errors import GlossaryError
 class GlossaryEntry:
     law: str  # the law's words, added to what is searched
     phrasings: tuple[str, ...]  # what users say for it
+
+    @property
+    def phrase(self) -> re.Pattern[str]:
+        return _phrase_pattern(self.phrasings)
+
+
+@dataclass(frozen=True)
+class Silence:
+    topic: str  # what the law does not mention, as the reply names it ("candidates' consent")
+    phrasings: tuple[str, ...]  # how users ask about it
 
     @property
     def phrase(self) -> re.Pattern[str]:
@@ -51,22 +67,18 @@ def _phrase_pattern(phrasings: tuple[str, ...]) -> re.Pattern[str]:
 @dataclass(frozen=True)
 class Glossary:
     entries: tuple[GlossaryEntry, ...] = ()
+    silences: tuple[Silence, ...] = ()
 
     @classmethod
-    def of(cls, terms: dict[str, list[str]]) -> "Glossary":
-        entries = []
-        for law, phrasings in terms.items():
-            if isinstance(phrasings, str):
-                phrasings = [phrasings]
-            if not isinstance(phrasings, list) or not all(isinstance(p, str) for p in phrasings):
-                raise GlossaryError(f"glossary entry {law!r}: expected a list of phrasings")
-            phrasings = [p for p in phrasings if p.strip()]
-            if law.strip() and phrasings:
-                entries.append(GlossaryEntry(law.strip(), tuple(phrasings)))
-        return cls(tuple(entries))
+    def of(cls, terms: dict[str, list[str]], silent: dict[str, list[str]] | None = None) -> "Glossary":
+        return cls(
+            tuple(GlossaryEntry(law, phrasings) for law, phrasings in _phrasings_of(terms)),
+            tuple(Silence(topic, phrasings) for topic, phrasings in _phrasings_of(silent or {})),
+        )
 
     def unused_in(self, text: str) -> "Glossary":
-        """Without the phrasings `text` (a collection's own text) keeps using: those are searched
+        """(Silences kept as they are: they are checked against the provisions each question finds.)
+        Without the phrasings `text` (a collection's own text) keeps using: those are searched
         as they are, and an expansion would only add the law's frequent words to them ("fine" in
         the EU AI Act, "audit" in LL144's rules). A phrasing the text uses once or twice in passing
         ("an online chatbot" in a recital about search engines) still needs the law's words."""
@@ -87,7 +99,7 @@ class Glossary:
             kept = tuple(p for p in entry.phrasings if not used(p))
             if kept:
                 entries.append(GlossaryEntry(entry.law, kept))
-        return Glossary(tuple(entries))
+        return Glossary(tuple(entries), self.silences)
 
     @classmethod
     def read(cls, path: Path) -> "Glossary":
@@ -95,11 +107,13 @@ class Glossary:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise GlossaryError(f"cannot read the glossary {path}: {exc}") from exc
-        terms = data.get("terms", {})
+        terms, silent = data.get("terms", {}), data.get("silent", {})
         if not isinstance(terms, dict):
             raise GlossaryError(f"{path}: [terms] must map the law's words to lists of phrasings")
+        if not isinstance(silent, dict):
+            raise GlossaryError(f"{path}: [silent] must map what the law does not mention to lists of phrasings")
         try:
-            return cls.of(terms)
+            return cls.of(terms, silent)
         except GlossaryError as exc:
             raise GlossaryError(f"{path}: {exc}") from None
 
@@ -109,14 +123,28 @@ class Glossary:
         return frozenset(w for e in self.entries for p in e.phrasings for w in re.findall(r"[\w'’]+", p.lower()))
 
     def __bool__(self) -> bool:
-        return bool(self.entries)
+        return bool(self.entries or self.silences)
 
     def __add__(self, other: "Glossary") -> "Glossary":
-        """Both glossaries' entries; the same law's words gather both lists of phrasings."""
-        merged: dict[str, tuple[str, ...]] = {}
-        for entry in (*self.entries, *other.entries):
-            merged[entry.law] = tuple(dict.fromkeys(merged.get(entry.law, ()) + entry.phrasings))
-        return Glossary(tuple(GlossaryEntry(law, phrasings) for law, phrasings in merged.items()))
+        """Both glossaries' entries; the same law's words (or topic) gather both lists of phrasings."""
+        terms = _merged((e.law, e.phrasings) for e in (*self.entries, *other.entries))
+        silent = _merged((s.topic, s.phrasings) for s in (*self.silences, *other.silences))
+        return Glossary(
+            tuple(GlossaryEntry(law, phrasings) for law, phrasings in terms.items()),
+            tuple(Silence(topic, phrasings) for topic, phrasings in silent.items()),
+        )
+
+    def silent_on(self, asking: str, retrieved: str = "") -> list[str]:
+        """The topics the law does not mention that `asking` (the part of a question that asks)
+        asks about, in the file's order. A topic any of whose phrasings `retrieved` (the provisions
+        found for the question) uses is not one they are silent on."""
+        return [s.topic for s in self.silences if s.phrase.search(asking) and not s.phrase.search(retrieved)]
+
+    def silence_phrasings_used_in(self, text: str) -> dict[str, list[str]]:
+        """{topic: its phrasings `text` (a collection's text) uses}: a glossary's author checks them
+        (such a phrasing still declines a question whose retrieved provisions do not use it)."""
+        used = {s.topic: [p for p in s.phrasings if _phrase_pattern((p,)).search(text)] for s in self.silences}
+        return {topic: phrasings for topic, phrasings in used.items() if phrasings}
 
     def expand(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
         """`text` with the law's words after the first use of each user phrase, and the
@@ -138,3 +166,24 @@ class Glossary:
             pos = end
         out.append(text[pos:])
         return "".join(out), tuple((typed, law) for _, typed, law in sorted(inserts))
+
+
+def _phrasings_of(table: dict[str, list[str]]) -> list[tuple[str, tuple[str, ...]]]:
+    """(key, its phrasings) for each key with a phrasing; a lone string is a list of one."""
+    found = []
+    for key, phrasings in table.items():
+        if isinstance(phrasings, str):
+            phrasings = [phrasings]
+        if not isinstance(phrasings, list) or not all(isinstance(p, str) for p in phrasings):
+            raise GlossaryError(f"glossary entry {key!r}: expected a list of phrasings")
+        phrasings = [p for p in phrasings if p.strip()]
+        if key.strip() and phrasings:
+            found.append((key.strip(), tuple(phrasings)))
+    return found
+
+
+def _merged(pairs) -> dict[str, tuple[str, ...]]:
+    merged: dict[str, tuple[str, ...]] = {}
+    for key, phrasings in pairs:
+        merged[key] = tuple(dict.fromkeys(merged.get(key, ()) + phrasings))
+    return merged

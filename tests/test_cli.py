@@ -328,6 +328,10 @@ def test_glossary_show_lists_entries_and_reads_a_question(built, tmp_path: Path)
     assert read.exit_code == 0, read.output
     assert "'careers page' -> 'employment section of its website'" in read.output
     assert "searched: Does the notice go on our careers page (employment section of its website)?" in read.output
+    assert "not mentioned by the law" in listing.output and "candidates' consent <- consent" in listing.output
+    assert "(check: the text uses" not in listing.output  # the shipped silences are not in the law's text
+    silent = CliRunner().invoke(app, ["glossary", "show", "ll144", "We hire in NYC. Do we need candidates' consent?"], env=built)
+    assert "asks about what the law does not mention: candidates' consent" in silent.output
     (tmp_path / "ll144.toml").write_text('[terms]\n"notice" = 3\n', encoding="utf-8")
     broken = CliRunner().invoke(app, ["glossary", "show", "ll144"], env={**built, "HYPA_GLOSSARY_DIR": str(tmp_path)})
     assert broken.exit_code == 1 and "expected a list of phrasings" in broken.output

@@ -196,6 +196,10 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     assert unknown_names("do we need the notice in spanish too?", stats) == ["Spanish"]
     assert unknown_names("must sellers in illinois notify buyers?", stats) == ["Illinois"]
     assert unknown_names("must sellers notify buyers about the turkey?", stats) == []
+    # "in plain English" says how to answer, not which language the law is about
+    assert unknown_names("What must sellers tell buyers, in plain English?", stats) == []
+    assert unknown_names("what must sellers tell buyers in simple english?", stats) == []
+    assert unknown_names("Must sellers notify buyers in English?", stats) == ["English"]
     # One side of an either/or the collection knows: the question asks which, and the law can say.
     assert unknown_names("Who notifies buyers, the sellers or Brussels?", stats) == []
     assert unknown_names("Who audits widgets - the widget SNSAs or Brussels?", stats) == []  # a phrase the law knows

@@ -92,6 +92,8 @@ def test_two_glossaries_add_up(glossary):
         ('terms = "chatbot"\n', "must map the law's words"),
         ('[terms]\n"stop button" = 3\n', "expected a list of phrasings"),
         ('[terms]\n"stop button" = ["kill switch", 4]\n', "expected a list of phrasings"),
+        ('silent = "consent"\n', "must map what the law does not mention"),
+        ('[silent]\n"consent" = [3]\n', "expected a list of phrasings"),
     ],
 )
 def test_a_broken_file_is_a_clear_error_naming_it(tmp_path, content, message):
@@ -108,6 +110,56 @@ def test_a_lexicon_searches_with_the_laws_words_but_judges_the_users(glossary):
     assert normalised.text == f"Does our chatbot ({CHATBOT}) have to say it is an AI?"
     assert normalised.corrected == "Does our chatbot have to say it is an AI?"
     assert ("chatbot", CHATBOT) in normalised.expansions
+
+
+SILENT = Glossary.of({}, {"candidates' consent": ["consent", "opt in"], "an AI officer": ["AI officer"]})
+
+
+@pytest.mark.parametrize(
+    ("asking", "retrieved", "topics"),
+    [
+        ("Do we need the candidates' consent?", "Notice shall be given.", ["candidates' consent"]),
+        ("Must they OPT-IN, and do we need an AI officer?", "", ["candidates' consent", "an AI officer"]),
+        # a provision found for the question uses the phrasing: the law is not silent on it
+        ("Do we need consent for the test?", "Subjects have given informed consent.", []),
+        ("Do we need an AI officer?", "Providers shall appoint an AI officer.", []),
+        ("Is consentual data ok?", "", []),  # part of a longer word
+        ("Who checks our logs?", "", []),
+    ],
+)
+def test_a_question_about_what_the_law_never_mentions(asking, retrieved, topics):
+    assert SILENT.silent_on(asking, retrieved) == topics
+
+
+def test_silences_read_merge_and_are_checked_against_the_text(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('[terms]\n"stop button" = ["kill switch"]\n[silent]\n"an AI officer" = ["AI officer", "chief AI officer"]\n')
+    read = Glossary.read(path)
+    assert [(s.topic, s.phrasings) for s in read.silences] == [("an AI officer", ("AI officer", "chief AI officer"))]
+    merged = read + SILENT
+    assert [(s.topic, s.phrasings) for s in merged.silences] == [
+        ("an AI officer", ("AI officer", "chief AI officer")),
+        ("candidates' consent", ("consent", "opt in")),
+    ]
+    assert merged.unused_in("the AI officer; the AI officer; the AI officer").silences == merged.silences
+    assert merged.silence_phrasings_used_in("the chief AI officer signs") == {"an AI officer": ["AI officer", "chief AI officer"]}
+    assert Glossary.of({}, {"x": ["y"]})  # a glossary of silences only is not empty
+
+
+def test_the_shipped_silences_are_not_in_the_laws_text():
+    """Where the corpora are at hand (../shared in CI), no shipped silence phrasing occurs in its
+    law's text: the law is silent on every one."""
+    from core.ingest.loaders import load_document
+
+    mirror = Settings().corpus_mirror
+    for corpus in load_manifest().corpora.values():
+        files = [mirror / f.mirror_path for f in corpus.files] if mirror is not None else []
+        if not files or not all(p.is_file() for p in files):
+            pytest.skip(f"the {corpus.collection} corpus files are not at hand (HYPA_CORPUS_MIRROR)")
+        text = "\n".join(load_document(path).text for path in files)
+        glossary = Glossary.read(corpus.glossary_path())
+        assert glossary.silences, corpus.collection
+        assert glossary.silence_phrasings_used_in(text) == {}, corpus.collection
 
 
 def test_the_shipped_glossaries_load_for_their_corpora():
@@ -186,3 +238,18 @@ def test_a_broken_own_glossary_stops_the_bot_at_start_with_its_name(tmp_path):
     components.served_collections = lambda: ["toy"]
     with pytest.raises(ServeSetupError, match=r"cannot read the glossary .*toy\.toml"):
         warm_up(components)
+
+
+def test_a_question_about_what_the_law_never_mentions_is_told_so_with_the_nearest_provisions(tmp_path):
+    _write(
+        tmp_path / "data" / "glossaries",
+        "toy.toml",
+        '[silent]\n"an AI officer" = ["AI officer"]\n"fees" = ["fee"]\n',
+    )
+    components = _toy_components(tmp_path)
+    answer = components.pipeline.answer("Must providers of chatbots appoint an AI officer?", collection="toy").answer
+    assert answer.refused and "They do not mention an AI officer." in answer.text
+    assert "nearest provisions I found are" in answer.text and "§ 1-101" in answer.text
+    # the toy's fee rule, found for the question, uses the phrasing "fee": not a silence
+    kept = components.pipeline.answer("What fee is due each year?", collection="toy").answer
+    assert not kept.refused and "10 dollars" in kept.text
