@@ -167,8 +167,8 @@ class ExtractiveGenerator:
         # term_stats(collection) -> statistics of that collection (cached by the caller).
         self._term_stats = term_stats
         # glossary(collection) -> its glossary (core/glossary.py): a name it gives the law's words
-        # for ("Brussels") is not a name the law is silent about. (Its law's words do not count for
-        # the value binding: unanswerable questions were answered, docs/RESULTS.md.)
+        # for ("Brussels") is not a name the law is silent about; a topic it lists as [silent] is
+        # declined; a user's word the law never uses is bound to a value by the law's words for it.
         self._glossary = glossary
         self.config = config
         self._sentence_vectors = sentence_vectors
@@ -249,6 +249,7 @@ class ExtractiveGenerator:
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights
+            about = _in_the_laws_words(about, sentence, glossary, stats)
             stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats)
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
@@ -553,6 +554,21 @@ def _next_to_or(words: list[str]) -> list[str]:
             break
         run.append(word)
     return run
+
+
+def _in_the_laws_words(about: dict[str, float], sentence: str, glossary: Glossary, stats: TermStats) -> dict[str, float]:
+    """`about` with a user's phrase the collection never uses ("fine" in LL144, which says "civil
+    penalty") replaced by the glossary's law words for it: no clause can hold the user's word, so
+    the value would be bound to nothing. A phrase the collection does use keeps its own words
+    (counting the law's words for it too answered a question the law does not: docs/RESULTS.md)."""
+    _, expansions = glossary.expand(sentence)
+    for typed, law in expansions:
+        typed_terms = set(content_terms(typed))
+        if not typed_terms or any(stats.doc_freq.get(t, 0) for t in typed_terms):
+            continue
+        about = {t: w for t, w in about.items() if t not in typed_terms}
+        about.update({t: stats.idf(t) for t in content_terms(law) if stats.doc_freq.get(t, 0) and t not in about})
+    return about
 
 
 def _joined(names: list[str]) -> str:

@@ -309,3 +309,29 @@ def test_a_follow_up_searched_with_the_question_before_it_asks_only_its_own_part
     # The earlier question asked for a period the toy code does not state; the follow-up does not.
     answer = toy_generator().generate(question, scored(), history)
     assert not answer.refused and "$500" in answer.text
+
+
+def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
+    from core.extractive import ExtractiveConfig
+    from core.glossary import Glossary
+
+    loose = ExtractiveConfig(min_support=0.0)  # the value binding alone decides here
+    penalties = make_chunk(
+        "Toy Code § 1-103",
+        "§ 1-103 Penalties. A seller that violates this chapter is liable for a civil penalty of not more than "
+        "$500 for a first violation.",
+    )
+    notice = make_chunk("Toy Code § 1-104", "§ 1-104 Notice. A seller shall notify buyers before each sale.")
+    stats = TermStats.from_texts([penalties.text, notice.text])
+    contexts = [ScoredChunk(penalties, 1.0), ScoredChunk(notice, 0.5)]
+    question = "How much can a seller be fined?"  # the toy law says "civil penalty", never "fine"
+    assert "They state no amount" in ExtractiveGenerator(lambda c: stats, loose).generate(question, contexts).text
+    glossary = Glossary.of({"civil penalty": ["fine", "fined"]})
+    answer = ExtractiveGenerator(lambda c: stats, loose, glossary=lambda c: glossary).generate(question, contexts)
+    assert not answer.refused and "$500" in answer.text
+    # a phrasing the law does use keeps its own words: "notify" is not read as "civil penalty"
+    law_words = Glossary.of({"civil penalty": ["notify"]})
+    other = ExtractiveGenerator(lambda c: stats, loose, glossary=lambda c: law_words).generate(
+        "How much must a seller pay to notify buyers?", contexts
+    )
+    assert "They state no amount" in other.text
