@@ -7,8 +7,9 @@ that, and the collection's text does not say it (core/lexicon.py repairs what th
 spelling, abbreviations, compounds). A glossary is a short file a compliance team keeps per
 collection, `"the law's words" = ["what users say", ...]`; a question that uses a user's phrase is
 searched with the law's words added after it, "chatbot (AI systems intended to interact directly
-with natural persons)", like an abbreviation's long form. Only what is searched changes: the answer
-is still judged against the user's own words.
+with natural persons)", like an abbreviation's long form. What is searched changes; the answer is
+still judged against the user's own words, except that a phrase the law never uses counts as its
+law's words when the answer looks for the clause stating an asked value (core/extractive.py).
 
 A glossary may also name what users ask about that the law never mentions (`[silent]`: consent under
 LL144, an "AI officer" under the EU AI Act). Such a question gets the plain "the loaded regulations
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -77,11 +79,11 @@ class Glossary:
         )
 
     def unused_in(self, text: str) -> "Glossary":
-        """(Silences kept as they are: they are checked against the provisions each question finds.)
-        Without the phrasings `text` (a collection's own text) keeps using: those are searched
+        """Without the phrasings `text` (a collection's own text) keeps using: those are searched
         as they are, and an expansion would only add the law's frequent words to them ("fine" in
         the EU AI Act, "audit" in LL144's rules). A phrasing the text uses once or twice in passing
-        ("an online chatbot" in a recital about search engines) still needs the law's words."""
+        ("an online chatbot" in a recital about search engines) still needs the law's words. The
+        silences are kept as they are: each question's retrieved provisions check them."""
         lowered = re.sub(r"\s+", " ", text.lower())
 
         def used(phrasing: str) -> bool:
@@ -182,7 +184,7 @@ def _phrasings_of(table: dict[str, list[str]]) -> list[tuple[str, tuple[str, ...
     return found
 
 
-def _merged(pairs) -> dict[str, tuple[str, ...]]:
+def _merged(pairs: Iterable[tuple[str, tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
     merged: dict[str, tuple[str, ...]] = {}
     for key, phrasings in pairs:
         merged[key] = tuple(dict.fromkeys(merged.get(key, ()) + phrasings))
