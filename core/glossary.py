@@ -84,21 +84,10 @@ class Glossary:
         the EU AI Act, "audit" in LL144's rules). A phrasing the text uses once or twice in passing
         ("an online chatbot" in a recital about search engines) still needs the law's words. The
         silences are kept as they are: each question's retrieved provisions check them."""
-        lowered = re.sub(r"\s+", " ", text.lower())
-
-        def used(phrasing: str) -> bool:
-            # The pattern is tried only where its first word occurs: a scan of the whole text with
-            # it takes ten times as long.
-            pattern, first = _phrase_pattern((phrasing,)), phrasing.strip().lower().split()[0].split("-")[0]
-            count, at = 0, lowered.find(first)
-            while at >= 0 and count < PHRASE_USED_BY_THE_TEXT:
-                count += pattern.match(lowered, at) is not None
-                at = lowered.find(first, at + 1)
-            return count >= PHRASE_USED_BY_THE_TEXT
-
+        lowered = _lowered(text)
         entries = []
         for entry in self.entries:
-            kept = tuple(p for p in entry.phrasings if not used(p))
+            kept = tuple(p for p in entry.phrasings if _uses(lowered, p, PHRASE_USED_BY_THE_TEXT) < PHRASE_USED_BY_THE_TEXT)
             if kept:
                 entries.append(GlossaryEntry(entry.law, kept))
         return Glossary(tuple(entries), self.silences)
@@ -145,7 +134,8 @@ class Glossary:
     def silence_phrasings_used_in(self, text: str) -> dict[str, list[str]]:
         """{topic: its phrasings `text` (a collection's text) uses}: a glossary's author checks them
         (such a phrasing still declines a question whose retrieved provisions do not use it)."""
-        used = {s.topic: [p for p in s.phrasings if _phrase_pattern((p,)).search(text)] for s in self.silences}
+        lowered = _lowered(text)
+        used = {s.topic: [p for p in s.phrasings if _uses(lowered, p, 1)] for s in self.silences}
         return {topic: phrasings for topic, phrasings in used.items() if phrasings}
 
     def expand(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
@@ -168,6 +158,22 @@ class Glossary:
             pos = end
         out.append(text[pos:])
         return "".join(out), tuple((typed, law) for _, typed, law in sorted(inserts))
+
+
+def _lowered(text: str) -> str:
+    return re.sub(r"\s+", " ", text.lower())
+
+
+def _uses(lowered: str, phrasing: str, at_most: int) -> int:
+    """How often `lowered` (a text through `_lowered`) uses `phrasing`, counted up to `at_most`.
+    The pattern is tried only where the phrasing's first word occurs: a scan of the whole text with
+    it takes ten times as long."""
+    pattern, first = _phrase_pattern((phrasing,)), phrasing.strip().lower().split()[0].split("-")[0]
+    count, at = 0, lowered.find(first)
+    while at >= 0 and count < at_most:
+        count += pattern.match(lowered, at) is not None
+        at = lowered.find(first, at + 1)
+    return count
 
 
 def _phrasings_of(table: dict[str, list[str]]) -> list[tuple[str, tuple[str, ...]]]:
