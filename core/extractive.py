@@ -148,6 +148,18 @@ _CLAUSE_END = re.compile(r"(?<=;)\s+")
 _LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\)|[•\-–])\s")
 _ENUMERATOR = re.compile(r"^\s*(?:\((?P<paren>[a-z]{1,2}|[ivx]{1,5}|\d{1,2})\)|(?P<dot>\d{1,2})\.)\s")
 MIN_QUOTE_WORDS = 4
+_FIGURE = re.compile(r"[$€£]?\.?\d[\d.,]*%?")
+_MEASURE = re.compile(r"\d*\.\d+%?[.,;]?|\d+%[.,;]?")  # a rate or ratio: "54.3%", "0.82", "25%"
+_TABLE_ASKED = frozenset({"exampl", "sampl", "tabl"})  # stems of "example", "sample", "table"
+
+
+def _is_table(text: str) -> bool:
+    """Table rows run together: rates and ratios among a few labels (a list of cross-referenced
+    points, "points 1 to 10, with the exception of points 6, 8 and 9", is not one)."""
+    tokens = text.split()
+    figures = sum(1 for t in tokens if _FIGURE.fullmatch(t))
+    measures = sum(1 for t in tokens if _MEASURE.fullmatch(t))
+    return len(tokens) >= 12 and figures >= 0.2 * len(tokens) and measures >= 3
 MAX_HEADING_WORDS = 10
 
 
@@ -213,6 +225,10 @@ class ExtractiveGenerator:
         # Front matter (a bill's title block, a document's header) states no rule: never the answer
         # while a provision can be quoted.
         sentences = [s for s in sentences if role_of(chunks[s.rank]) != "front"] or sentences
+        # A table's rows run together ("Male 92 54.3% 1.00 Female 76 ...") state no rule: quoted
+        # only for a question about the example, sample or table they belong to.
+        if not _TABLE_ASKED & set(weights):
+            sentences = [s for s in sentences if not _is_table(s.text(chunks))] or sentences
         if not sentences:
             return _Candidates.declined("")
         glossary = self._glossary(chunks[0].collection)
@@ -398,7 +414,7 @@ class ExtractiveGenerator:
         budget = self.config.list_words
         for a, b in sentence_spans(text[s.end :]):
             piece = text[s.end + a : s.end + b]
-            if not _LIST_ITEM.match(piece) and end != s.end:
+            if (not _LIST_ITEM.match(piece) and end != s.end) or _is_table(piece):
                 break
             budget -= len(piece.split())
             if budget < 0:

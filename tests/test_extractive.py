@@ -174,6 +174,19 @@ def test_front_matter_is_never_quoted_while_a_provision_can_be():
     assert all(c.label != "Toy Bill" for c in answer.citations)
 
 
+def test_a_tables_rows_are_quoted_only_for_a_question_about_the_example():
+    table = make_chunk(
+        "Toy Code § 1-103, Example",
+        "Example: A seller audits its widgets as follows: Widget Buyers Rate Ratio Red 92 54.3% 1.00 "
+        "Blue 76 44.7% 0.82 Green 40 37.5% 0.58 Yellow 12 25% 0.33.",
+    )
+    contexts = [ScoredChunk(table, 2.0), *scored()]
+    situational = toy_generator().generate("Our green widgets are about 1% of buyers; what civil penalty applies?", contexts)
+    assert not situational.refused and "54.3%" not in situational.text
+    about_example = toy_generator().generate("In the example table, what ratio do green widget buyers get?", contexts)
+    assert "0.58" in about_example.text
+
+
 def test_a_name_the_regulations_never_use_is_not_answered_about():
     from core.extractive import unknown_names
 
