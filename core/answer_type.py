@@ -240,9 +240,13 @@ def _kept(question: str, at: int) -> frozenset[str]:
     return frozenset(content_terms(" ".join(name)))
 
 
+# "how much can the city *fine* us": the one who imposes the value, not whose value it is.
+_IMPOSES = re.compile(r"\s+(?:fine|charge|penali[sz]e|sanction|bill|impose|levy|demand)\b", re.I)
+
+
 def _subject(question: str) -> str | None:
     m = _SUBJECT.search(question)
-    if m is None:
+    if m is None or _IMPOSES.match(question, m.end()):
         return None
     terms = content_terms(m.group(1))
     return terms[0] if terms else None  # a pronoun ("it", "they") names no subject

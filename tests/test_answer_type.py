@@ -18,6 +18,7 @@ from hypa_testkit.toy import make_chunk, scored, toy_generator
         ("How many employees must a company have?", (("count",),), "compani"),
         ("How much is the civil penalty?", (("money", "percentage"),), "civil"),
         ("How much does an independent audit cost?", (("money",),), "independ"),
+        ("How much can the city fine us?", (("money", "percentage"),), None),  # who fines, not whose fine
         ("How much notice do candidates get before use?", (("duration",),), "candid"),  # a period, not money
         ("how much heads-up do candidates need?", (("duration",),), "candid"),
         ("What percentage of the data may be excluded?", (("percentage",),), None),
