@@ -406,16 +406,21 @@ class ExtractiveGenerator:
         return chosen
 
     def _with_list(self, s: _Sentence, chunks: list[Chunk]) -> _Sentence:
-        """A lead-in ending in ':' is quoted together with the list items that follow it."""
+        """A lead-in ending in ':' is quoted together with the list items that follow it, each with
+        the sentence that may follow it ("2. The job qualifications ... . Such notice shall be made no
+        less than 10 business days before such use;")."""
         text = chunks[s.rank].text
         if not text[s.start : s.end].rstrip().endswith(":"):
             return s
         end = s.end
         budget = self.config.list_words
+        after_item = True  # the first piece is taken whatever it is
         for a, b in sentence_spans(text[s.end :]):
             piece = text[s.end + a : s.end + b]
-            if (not _LIST_ITEM.match(piece) and end != s.end) or _is_table(piece):
+            item = _LIST_ITEM.match(piece) is not None
+            if not (item or after_item) or _is_table(piece):
                 break
+            after_item = item
             budget -= len(piece.split())
             if budget < 0:
                 break

@@ -255,6 +255,20 @@ def test_a_list_item_quoted_with_its_lead_in_is_not_quoted_again():
     assert not any(a != b and a in b for a in quotes for b in quotes)
 
 
+def test_a_list_is_quoted_with_the_sentence_each_item_may_have_but_not_what_follows_the_list():
+    text = (
+        "(b) Notices required. A seller shall notify each buyer of the following: 1. That a widget audit was done "
+        "on the widget. Such notice shall be made ten business days before the sale; 2. The widget's colour "
+        "and price. Such notice shall be made in writing. Records of widget sales shall be kept by the seller."
+    )
+    chunk = make_chunk("Toy Code § 1-104(b)", text)
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts([text]))
+    answer = generator.generate("What must the notice to buyers tell them?", [ScoredChunk(chunk, 1.0)])
+    lead = next(c.quote for c in answer.citations if "A seller shall notify" in c.quote)
+    assert "ten business days" in lead and "2. The widget's colour and price." in lead
+    assert "Records of widget sales" not in lead  # two sentences that are no item end the list
+
+
 _RETENTION = make_chunk(
     "Toy Code § 1-104",
     "§ 1-104 Records. The seller shall, for a period ending 3 years after the last sale, keep at the disposal of "
