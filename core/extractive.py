@@ -148,18 +148,6 @@ _CLAUSE_END = re.compile(r"(?<=;)\s+")
 _LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\)|[•\-–])\s")
 _ENUMERATOR = re.compile(r"^\s*(?:\((?P<paren>[a-z]{1,2}|[ivx]{1,5}|\d{1,2})\)|(?P<dot>\d{1,2})\.)\s")
 MIN_QUOTE_WORDS = 4
-_FIGURE = re.compile(r"[$€£]?\.?\d[\d.,]*%?")
-_MEASURE = re.compile(r"\d*\.\d+%?[.,;]?|\d+%[.,;]?")  # a rate or ratio: "54.3%", "0.82", "25%"
-_TABLE_ASKED = frozenset({"exampl", "sampl", "tabl"})  # stems of "example", "sample", "table"
-
-
-def _is_table(text: str) -> bool:
-    """Table rows run together: rates and ratios among a few labels (a list of cross-referenced
-    points, "points 1 to 10, with the exception of points 6, 8 and 9", is not one)."""
-    tokens = text.split()
-    figures = sum(1 for t in tokens if _FIGURE.fullmatch(t))
-    measures = sum(1 for t in tokens if _MEASURE.fullmatch(t))
-    return len(tokens) >= 12 and figures >= 0.2 * len(tokens) and measures >= 3
 MAX_HEADING_WORDS = 10
 
 
@@ -407,8 +395,9 @@ class ExtractiveGenerator:
 
     def _with_list(self, s: _Sentence, chunks: list[Chunk]) -> _Sentence:
         """A lead-in ending in ':' is quoted together with the list items that follow it, each with
-        the sentence that may follow it ("2. The job qualifications ... . Such notice shall be made no
-        less than 10 business days before such use;")."""
+        one sentence that may follow it ("2. The job qualifications ... . Such notice shall be made no
+        less than 10 business days before such use;"); two sentences in a row that are no item, or a
+        table, end the list."""
         text = chunks[s.rank].text
         if not text[s.start : s.end].rstrip().endswith(":"):
             return s
@@ -631,6 +620,20 @@ def provision_name(chunk: Chunk, quote: str) -> str:
 def candidate_sentences(chunks: Sequence[Chunk]) -> list[str]:
     """The units the generator may quote from these chunks (ingest embeds them ahead of time)."""
     return [chunk.text[a:b] for chunk in chunks for a, b in quotable_spans(chunk.text)]
+
+
+_FIGURE = re.compile(r"[$€£]?\.?\d[\d.,]*%?")
+_MEASURE = re.compile(r"\d*\.\d+%?[.,;]?|\d+%[.,;]?")  # a rate or ratio: "54.3%", "0.82", "25%"
+_TABLE_ASKED = frozenset({"exampl", "sampl", "tabl"})  # stems of "example", "sample", "table"
+
+
+def _is_table(text: str) -> bool:
+    """Table rows run together: rates and ratios among a few labels (a list of cross-referenced
+    points, "points 1 to 10, with the exception of points 6, 8 and 9", is not one)."""
+    tokens = text.split()
+    figures = sum(1 for t in tokens if _FIGURE.fullmatch(t))
+    measures = sum(1 for t in tokens if _MEASURE.fullmatch(t))
+    return len(tokens) >= 12 and figures >= 0.2 * len(tokens) and measures >= 3
 
 
 def _sentences(chunks: list[Chunk]) -> list[_Sentence]:
