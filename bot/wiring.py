@@ -389,6 +389,7 @@ class Components:
                 # the configured glossary, not the lexicon's: no index lookup per answer, and a
                 # phrasing the lexicon leaves out holds only words the collection uses anyway
                 glossary=lambda collection: self.glossaries.get(collection, Glossary()),
+                lexicon=self.lexicon,
             ),
             self.citation_links,
         )

@@ -278,11 +278,20 @@ _REFERENCE_BEFORE = re.compile(
 )
 
 
+# An enumerator: "(1)" of a list or of a provision's number ("5-301(c)(1)", "Article 6(1)"), or "1." opening
+# an item ("1. Such tool has been ...").
+_ENUMERATOR = re.compile(r"\((\d+)\)|(?:^|[;:])\s*(\d+)\.\s")
+
+
 def _states(kind: str, text: str) -> bool:
     pattern = _STATES[kind]
     if kind != "count":
         return pattern.search(text) is not None
-    return any(not _REFERENCE_BEFORE.search(text[max(0, m.start() - 16) : m.start()]) for m in pattern.finditer(text))
+    enumerators = {m.start(1) if m.group(1) else m.start(2) for m in _ENUMERATOR.finditer(text)}
+    return any(
+        m.start() not in enumerators and not _REFERENCE_BEFORE.search(text[max(0, m.start() - 16) : m.start()])
+        for m in pattern.finditer(text)
+    )
 
 
 def states_value(text: str, asked: AskedValue) -> bool:

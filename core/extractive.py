@@ -35,7 +35,7 @@ import numpy as np
 from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.asks import asks_definition, asks_list, defined_terms, defines, leads_a_list
 from core.glossary import Glossary
-from core.lexicon import english_words
+from core.lexicon import Lexicon, english_words
 from core.linear import LinearModel
 from core.places import place_and_language_names
 from core.query import THE_LAW
@@ -163,6 +163,7 @@ class ExtractiveGenerator:
         sentence_vectors: SentenceVectors | None = None,
         model: LinearModel | None = None,
         glossary: Callable[[str], Glossary] = lambda collection: Glossary(),
+        lexicon: Callable[[str], Lexicon] | None = None,
     ) -> None:
         # term_stats(collection) -> statistics of that collection (cached by the caller).
         self._term_stats = term_stats
@@ -170,6 +171,9 @@ class ExtractiveGenerator:
         # for ("Brussels") is not a name the law is silent about; a topic it lists as [silent] is
         # declined; a user's word the law never uses is bound to a value by the law's words for it.
         self._glossary = glossary
+        # lexicon(collection) -> its lexicon (core/lexicon.py): an abbreviation the law never writes
+        # ("GPAI") is bound to a value by the long form the law does write ("general-purpose AI").
+        self._lexicon = lexicon
         self.config = config
         self._sentence_vectors = sentence_vectors
         self.model = model or LinearModel.of(SENTENCE_FEATURES, HAND_WEIGHTS)
@@ -253,7 +257,10 @@ class ExtractiveGenerator:
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights
-            about = _in_the_laws_words(about, sentence, glossary, stats)
+            _, expansions = glossary.expand(sentence)
+            if self._lexicon is not None:
+                expansions += tuple(self._lexicon(chunks[0].collection).abbreviations(sentence))
+            about = _in_the_laws_words(about, expansions, stats)
             stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats)
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
@@ -566,12 +573,14 @@ def _next_to_or(words: list[str]) -> list[str]:
     return run
 
 
-def _in_the_laws_words(about: dict[str, float], sentence: str, glossary: Glossary, stats: TermStats) -> dict[str, float]:
+def _in_the_laws_words(
+    about: dict[str, float], expansions: Sequence[tuple[str, str]], stats: TermStats
+) -> dict[str, float]:
     """`about` with a user's phrase the collection never uses ("fine" in LL144, which says "civil
-    penalty") replaced by the glossary's law words for it: no clause can hold the user's word, so
-    the value would be bound to nothing. A phrase the collection does use keeps its own words
-    (counting the law's words for it too answered a question the law does not: docs/RESULTS.md)."""
-    _, expansions = glossary.expand(sentence)
+    penalty"; "GPAI") replaced by the law's words for it (`expansions`: (as typed, the law's words),
+    from the glossary and the abbreviations): no clause can hold the user's word, so the value would
+    be bound to nothing. A phrase the collection does use keeps its own words (counting the law's
+    words for it too answered a question the law does not: docs/RESULTS.md)."""
     for typed, law in expansions:
         typed_terms = set(content_terms(typed))
         if not typed_terms or any(stats.doc_freq.get(t, 0) for t in typed_terms):

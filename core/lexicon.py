@@ -188,6 +188,12 @@ class Lexicon:
         text, glossed = self.glossary.expand("".join(searched))
         return NormalisedQuestion(text, tuple(corrections), tuple(expansions) + glossed, "".join(corrected))
 
+    def abbreviations(self, text: str) -> list[tuple[str, str]]:
+        """(abbreviation, long form) of each abbreviation in `text` that `normalise` expands ("GPAI"
+        -> "general-purpose AI"), without correcting anything."""
+        found = ((m.group(0), self._long_form(m.group(0), text)) for m in _WORD.finditer(text))
+        return [(token, long_form) for token, long_form in found if long_form is not None]
+
     def _joined(self, question: str, corrections: list[tuple[str, str]]) -> str:
         """`question` with two adjacent words joined where the collection writes them as one word and
         hardly ever apart ("cyber security" -> "cybersecurity"); each join is added to `corrections`."""

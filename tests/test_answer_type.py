@@ -80,6 +80,12 @@ def test_the_words_that_ask_are_not_what_the_question_is_about():
         # numbers that name a provision, an item or a category count nothing
         ("obligations pursuant to Article 49 and Annex VIII", "count", False),
         ("persons of any component 1 category", "count", False),
+        # a list's enumerators and a provision's paragraph number count nothing
+        ("(1) Calculate the median score for the full sample of applicants;", "count", False),
+        ("as required by § 5-301(c)(1) and Article 6(1)", "count", False),
+        ("1. Such tool has been the subject of a bias audit", "count", False),
+        ("the audit covered; 2. The tool", "count", False),
+        ("fewer than 250 employees.", "count", True),
         ("at least 15 members", "count", True),
         ("Calculate the median score for the full sample", "statistic", True),
         ("employment agency", "age", False),  # "age" inside a word is not an age

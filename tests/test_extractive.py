@@ -362,3 +362,23 @@ def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
         "How much must a seller pay to notify buyers?", contexts
     )
     assert "They state no amount" in other.text
+
+
+def test_an_abbreviation_the_law_never_writes_is_bound_by_its_long_form():
+    from core.extractive import ExtractiveConfig
+    from core.lexicon import Lexicon
+
+    loose = ExtractiveConfig(min_support=0.0)  # the value binding alone decides here
+    fees = make_chunk(
+        "Toy Code § 1-105",
+        "§ 1-105 Fees. A data protection impact assessment is filed for a fee of $300. The data protection "
+        "impact assessment is reviewed yearly. Each data protection impact assessment lists its owner.",
+    )
+    stats = TermStats.from_texts([fees.text])
+    contexts = [ScoredChunk(fees, 1.0)]
+    question = "How much does filing a DPIA cost?"  # the toy law never writes "DPIA"
+    assert "They state no amount" in ExtractiveGenerator(lambda c: stats, loose).generate(question, contexts).text
+    lexicon = Lexicon.from_texts([fees.text])
+    assert lexicon.abbreviations(question) == [("DPIA", "data protection impact assessment")]
+    answer = ExtractiveGenerator(lambda c: stats, loose, lexicon=lambda c: lexicon).generate(question, contexts)
+    assert not answer.refused and "$300" in answer.text
