@@ -39,7 +39,8 @@ def ranker_train(
 
     from bot.wiring import Components
     from core.errors import ModelWeightsError
-    from core.extractive import SENTENCE_FEATURES, asking_part
+    from core.extractive import SENTENCE_FEATURES
+    from core.followup import asking_part
     from core.linear import LinearModel, known_weights, save_models
     from core.ranking import FEATURES
     from core.ranking_train import fit_model, holds_span, read_training_questions, shares_span

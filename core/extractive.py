@@ -34,6 +34,7 @@ import numpy as np
 
 from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.asks import asks_definition, asks_list, defined_terms, defines, leads_a_list
+from core.followup import asking_part
 from core.glossary import Glossary
 from core.lexicon import Lexicon, english_words
 from core.linear import LinearModel
@@ -464,16 +465,6 @@ _CALENDAR = frozenset(
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
 _PLAIN = re.compile(r"\b(?:plain|simple)\s+$", re.IGNORECASE)
 _LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z]{3,}(?![\w'’-])")
-
-
-def asking_part(question: str, history: Sequence[Turn]) -> str | None:
-    """The part of `question` that asks, when it is a follow-up searched together with the question
-    before it (core/followup.py: "How long can a real-world test run? and when it wraps up, do we
-    owe the regulator anything?" asks only what the second part does); None otherwise."""
-    earlier = next((t.content.strip() for t in reversed(history) if t.role == "user" and t.content.strip()), "")
-    if not earlier or not question.startswith(earlier):
-        return None
-    return question[len(earlier) :].strip() or None
 
 
 def asking_sentences(question: str) -> list[str]:

@@ -121,3 +121,13 @@ def _phrases(text: str) -> list[tuple[int, int]]:
             if words[j][2] not in STOPWORDS and tokens(words[j][2]):
                 spans.append((a, words[j][1]))
     return spans
+
+
+def asking_part(question: str, history: Sequence[Turn]) -> str | None:
+    """The part of `question` that asks, when it is a follow-up searched together with the question
+    before it (`standalone_query`: "How long can a real-world test run? and when it wraps up, do we
+    owe the regulator anything?" asks only what the second part does); None otherwise."""
+    earlier = next((t.content.strip() for t in reversed(history) if t.role == "user" and t.content.strip()), "")
+    if not earlier or not question.startswith(earlier):
+        return None
+    return question[len(earlier) :].strip() or None

@@ -15,6 +15,7 @@ import numpy as np
 
 from core.adaptive import FixedPolicy, ParamPolicy
 from core.context_budget import select_contexts
+from core.followup import asking_part
 from core.fusion import reciprocal_rank_fusion
 from core.index import ChunkIndex
 from core.language import LanguageDetector
@@ -228,8 +229,10 @@ class AnswerPipeline:
         rewrite = self.rewriter.rewrite(question.strip(), history, self.policy.max_queries - 1)
         plan = self._plan(rewrite.standalone, collection)
         t = clock.lap("rewrite", t)
-        texts = [plan.text, *rewrite.sub_queries, *plan.pieces]
+        asking = asking_part(rewrite.standalone, history)
+        texts = [plan.text, *rewrite.sub_queries, *plan.pieces, *([asking] if asking else [])]
         vectors = self.embed_queries(texts) if self.embed_queries else None
+        vectors, follow_up = _follow_up_vector(vectors, asking)
         t = clock.lap("embed", t)
         params, complexity = self.policy.select(plan.text, None if vectors is None else vectors[0])
         if params.config == "default" and collection in self.context_tokens:
@@ -238,6 +241,9 @@ class AnswerPipeline:
             params = replace(params, rerank=True)
         t = clock.lap("classify", t)
         queries = [plan.text, *rewrite.sub_queries[: params.q - 1]]
+        if vectors is not None and follow_up is not None:
+            vectors = vectors.copy()
+            vectors[0] = _leaning_on(vectors[0], follow_up)
         query_vector = None if vectors is None else vectors[0]
         if params.ranking == "provisions" and self.provisions is not None and vectors is not None and query_vector is not None:
             pieces = vectors[1 + len(rewrite.sub_queries) :]
@@ -265,10 +271,14 @@ class AnswerPipeline:
         collection = collection or self.default_collection
         rewrite = self.rewriter.rewrite(question.strip(), history, 0)
         plan = self._plan(rewrite.standalone, collection)
-        vectors = self.embed_queries([plan.text, *plan.pieces])
+        asking = asking_part(rewrite.standalone, history)
+        embedded = self.embed_queries([plan.text, *plan.pieces, *([asking] if asking else [])])
+        vectors, follow_up = _follow_up_vector(embedded, asking)
+        assert vectors is not None
         features = self.provisions.features(collection)
         bm25_ids = self.provisions.ranker.bm25.ranked_ids(plan.text, collection, BM25_CANDIDATES)
-        return features.build(plan, vectors[0], vectors[1:], bm25_ids), [c.text for c in features.segments.chunks]
+        query_vector = _leaning_on(vectors[0], follow_up)
+        return features.build(plan, query_vector, vectors[1:], bm25_ids), [c.text for c in features.segments.chunks]
 
     def _unanswered(self, question: str, text: str, note: str, clock: _Stopwatch) -> PipelineResult:
         """A reply that is not an answer (an empty question, one in another language): nothing searched."""
@@ -386,3 +396,25 @@ class AnswerPipeline:
         if not any(ch.isalnum() for ch in question):
             return "I could not find a question in that message; please ask in words."
         return None
+
+
+# A follow-up searched together with the question before it ("How quickly must the provider report?
+# ok and if we cross that threshold, how soon do we tell the Commission?") is searched with a vector
+# leaning toward its own part, so the earlier question's provision does not take every place; the
+# weight was chosen on the study parts (docs/RESULTS.md, eighth update).
+FOLLOW_UP_WEIGHT = 0.5
+
+
+def _follow_up_vector(vectors: np.ndarray | None, asking: str | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(the other vectors, the follow-up's own vector) of vectors embedded with the follow-up's part last."""
+    if vectors is None or not asking:
+        return vectors, None
+    return vectors[:-1], vectors[-1]
+
+
+def _leaning_on(query_vector: np.ndarray, follow_up: np.ndarray | None) -> np.ndarray:
+    """`query_vector` turned toward the follow-up's own vector (unit length, as embeddings are)."""
+    if follow_up is None:
+        return query_vector
+    blended = query_vector + FOLLOW_UP_WEIGHT * follow_up
+    return (blended / np.linalg.norm(blended)).astype(query_vector.dtype)

@@ -324,7 +324,7 @@ def test_the_value_is_bound_to_the_sentence_that_asks_for_it(question):
 
 
 def test_a_follow_up_searched_with_the_question_before_it_asks_only_its_own_part():
-    from core.extractive import asking_part
+    from core.followup import asking_part
     from core.types import Turn
 
     earlier = "How many years must a seller keep its records?"

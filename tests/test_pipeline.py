@@ -65,6 +65,42 @@ def test_follow_up_in_a_thread_is_searched_with_the_earlier_question():
     assert index.queries == ["I want to know how a seller must notify buyers. What are the methods?"]
 
 
+class VectorRecordingIndex(RecordingIndex):
+    def __init__(self):
+        super().__init__()
+        self.vectors: list = []
+
+    def hybrid_search(self, query, *, collection, limit, fusion="rankedFusion", alpha=0.5, vector=None):
+        self.vectors.append(vector)
+        return super().hybrid_search(query, collection=collection, limit=limit, fusion=fusion, alpha=alpha, vector=vector)
+
+
+def test_a_follow_up_searched_with_the_earlier_question_leans_toward_its_own_part():
+    import numpy as np
+
+    from storage.embedder import HashingEmbedder
+
+    embed = HashingEmbedder(dim=512).embed_queries
+    index = VectorRecordingIndex()
+    pipeline = _pipeline(index)
+    pipeline.embed_queries = embed
+    earlier = "How must a seller notify buyers of a widget audit?"
+    follow_up = "And the civil penalty?"
+    history = [Turn("user", earlier), Turn("assistant", "By mail or e-mail.")]
+    pipeline.answer(follow_up, history)
+    assert index.queries == [f"{earlier} {follow_up}"]
+    glued, own = embed([f"{earlier} {follow_up}", follow_up])
+    searched = index.vectors[0]
+    assert abs(float(np.linalg.norm(searched)) - 1.0) < 1e-5
+    # closer to the follow-up's own words than the glued question alone is, and still about the thread
+    assert float(searched @ own) > float(glued @ own)
+    assert float(searched @ glued) > 0.5
+    # a question that is not a follow-up is searched with its own vector
+    index.vectors.clear()
+    pipeline.answer("What is the civil penalty for a first violation?", history)
+    assert np.allclose(index.vectors[0], embed(["What is the civil penalty for a first violation?"])[0])
+
+
 def test_self_contained_question_is_searched_as_asked():
     history = [Turn("user", "What is a widget audit?")]
     q = "How many business days before selling a widget must the seller notify each buyer?"
