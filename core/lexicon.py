@@ -291,12 +291,25 @@ _CHAT_WORDS = {
     "ppl": "people", "yr": "year", "yrs": "years", "govt": "government", "dept": "department", "pls": "please",
     "plz": "please",
 }
+# Contractions typed without the apostrophe: the nearest word would be another ("dont" -> "done",
+# "arent" -> "agent", "theyre" -> "there"). "wont", "were", "its", "lets" and "well" are words.
+_CONTRACTIONS = {
+    "dont": "don't", "doesnt": "doesn't", "didnt": "didn't", "isnt": "isn't", "arent": "aren't",
+    "wasnt": "wasn't", "werent": "weren't", "cant": "can't", "couldnt": "couldn't", "shouldnt": "shouldn't",
+    "wouldnt": "wouldn't", "havent": "haven't", "hasnt": "hasn't", "hadnt": "hadn't", "mustnt": "mustn't",
+    "neednt": "needn't", "theyre": "they're", "youre": "you're", "weve": "we've", "ive": "I've", "im": "I'm",
+    "theyve": "they've", "youve": "you've", "whats": "what's", "thats": "that's", "theres": "there's",
+    "whos": "who's", "hows": "how's", "wheres": "where's", "itll": "it'll", "theyll": "they'll",
+}
 
 
 def _chat_word(token: str, before: str, after: str) -> str | None:
-    """The word a lower-case chat shortening stands for ("ppl's" -> "people's"); None for any other
+    """The word a lower-case chat shortening stands for ("ppl's" -> "people's", "dont" -> "don't"); None for any other
     token, for a letter that numbers a point ("point (r)") and for one inside an abbreviation ("u.s.",
     "r&d"). `before` and `after` are the characters around the token."""
+    contraction = _CONTRACTIONS.get(token.lower())
+    if contraction is not None and (token.islower() or token[1:].islower()):
+        return contraction if token.islower() or contraction[0] == "I" else contraction.capitalize()
     if not token.islower() or before == "(" or re.match(r"[.&/][A-Za-z]", after):
         return None
     word, apostrophe, rest = token.partition("'")

@@ -62,6 +62,14 @@ def test_chat_shortenings_are_read_as_words(lexicon):
     assert lexicon.normalise("What about the u.s. and r&d?").corrections == ()  # inside abbreviations
 
 
+def test_contractions_typed_without_the_apostrophe_are_read_as_contractions(lexicon):
+    # the nearest words would be others: "arent" -> "agent", "dont" -> "done", "theyre" -> "there"
+    read = lexicon.normalise("Dont we need it? arent they? theyre talking to a bot, whats next?")
+    assert read.corrected == "Don't we need it? aren't they? they're talking to a bot, what's next?"
+    # words that are words stay
+    assert lexicon.normalise("it is its own thing, lets see").corrections == ()
+
+
 def test_compounds_are_read_as_the_text_writes_them():
     lexicon = Lexicon.from_texts([
         "A deep fake is generated content. Deployers shall disclose deep fakes. Content moderation applies.",
