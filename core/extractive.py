@@ -213,7 +213,11 @@ class ExtractiveGenerator:
         if not chunks:
             return _Candidates.declined("")
         stats = self._term_stats(chunks[0].collection)
+        glossary = self._glossary(chunks[0].collection)
         weights = {t: stats.idf(t) for t in set(content_terms(question)) - framing_terms(question)}
+        # A sentence is credited with the law's words for what the user calls otherwise ("chatbot":
+        # "AI systems intended to interact directly with natural persons"), as the value is bound.
+        weights = _in_the_laws_words(weights, self._expansions(question, glossary, chunks[0].collection), stats)
         sentences = _sentences(chunks)
         # Front matter (a bill's title block, a document's header) states no rule: never the answer
         # while a provision can be quoted.
@@ -224,7 +228,6 @@ class ExtractiveGenerator:
             sentences = [s for s in sentences if not _is_table(s.text(chunks))] or sentences
         if not sentences:
             return _Candidates.declined("")
-        glossary = self._glossary(chunks[0].collection)
         names = unknown_names(question, stats, glossary.words)
         if names:
             return _Candidates.declined(f"They do not mention {_joined(names)}.")
@@ -258,10 +261,7 @@ class ExtractiveGenerator:
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights
-            _, expansions = glossary.expand(sentence)
-            if self._lexicon is not None:
-                expansions += tuple(self._lexicon(chunks[0].collection).abbreviations(sentence))
-            about = _in_the_laws_words(about, expansions, stats)
+            about = _in_the_laws_words(about, self._expansions(sentence, glossary, chunks[0].collection), stats)
             stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats)
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
@@ -277,6 +277,13 @@ class ExtractiveGenerator:
         else:
             leads = list(range(len(sentences)))
         return _Candidates(chunks, sentences, x, weights, leads=leads)
+
+    def _expansions(self, text: str, glossary: Glossary, collection: str) -> tuple[tuple[str, str], ...]:
+        """(as typed, the law's words) for the glossary's phrasings and the abbreviations in `text`."""
+        _, expansions = glossary.expand(text)
+        if self._lexicon is not None:
+            expansions += tuple(self._lexicon(collection).abbreviations(text))
+        return expansions
 
     # -- signals -------------------------------------------------------------------------------
 

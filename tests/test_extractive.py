@@ -382,3 +382,27 @@ def test_an_abbreviation_the_law_never_writes_is_bound_by_its_long_form():
     assert lexicon.abbreviations(question) == [("DPIA", "data protection impact assessment")]
     answer = ExtractiveGenerator(lambda c: stats, loose, lexicon=lambda c: lexicon).generate(question, contexts)
     assert not answer.refused and "$300" in answer.text
+
+
+def test_sentences_are_credited_with_the_laws_words_for_a_users_phrase_the_law_never_uses():
+    from core.extractive import SENTENCE_FEATURES, ExtractiveConfig
+    from core.glossary import Glossary
+
+    informs = make_chunk(
+        "Toy Code § 1-106",
+        "§ 1-106 Disclosure. Sellers shall inform natural persons that they interact directly with an automated system.",
+    )
+    prices = make_chunk("Toy Code § 1-107", "§ 1-107 Prices. Sellers shall tell buyers the price before each sale.")
+    stats = TermStats.from_texts([informs.text, prices.text])
+    contexts = [ScoredChunk(prices, 1.0), ScoredChunk(informs, 0.9)]
+    question = "Do sellers have to tell buyers they are chatting with a bot?"
+    glossary = Glossary.of({"interact directly with natural persons": ["chatting with a bot"]})
+    generator = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(min_support=0.0), glossary=lambda c: glossary)
+    found = generator.candidates(question, contexts)
+    assert "bot" not in found.weights and {"interact", "natur"} <= set(found.weights)
+    column = SENTENCE_FEATURES.index("terms")
+    terms = {found.chunks[s.rank].label: found.features[i, column] for i, s in enumerate(found.sentences)}
+    assert terms["Toy Code § 1-106"] > terms["Toy Code § 1-107"]
+    # without the glossary the user's words count, and the price rule holds more of them
+    plain = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(min_support=0.0)).candidates(question, contexts)
+    assert "bot" in plain.weights
