@@ -258,16 +258,19 @@ class Lexicon:
         from symspellpy import Verbosity
 
         edits = self.max_edits_long if len(word) >= 8 else 1
-        # (edits, 0 for the collection's word / 1 for a general English one, -count, word): min wins.
+        # (edits, 0 for two letters swapped ("lable" is "label" before "liable") / 1 for any other edit,
+        # 0 for the collection's word / 1 for a general English one, -count, word): min wins.
         candidates = [
-            (s.distance, 0, -s.count, s.term)
+            (s.distance, int(not _swapped(word, s.term)), 0, -s.count, s.term)
             for s in self._spelling().lookup(word, Verbosity.CLOSEST, max_edit_distance=edits)
             if s.term[0] == word[0]
         ]
-        candidates += [(1, 1, -english[w], w) for w in one_edit(word) if w in english and w[0] == word[0]]
+        candidates += [
+            (1, int(not _swapped(word, w)), 1, -english[w], w) for w in one_edit(word) if w in english and w[0] == word[0]
+        ]
         if not candidates:
             return None
-        best = min(candidates)[3]
+        best = min(candidates)[-1]
         return best if token.islower() else best.capitalize()
 
     def _spelling(self):  # -> symspellpy.SymSpell
@@ -289,7 +292,8 @@ _CHAT_WORDS = {
     "wat": "what", "wut": "what", "wht": "what", "r": "are", "u": "you", "ur": "your",
     "abt": "about", "bc": "because", "cuz": "because", "coz": "because", "thru": "through", "tho": "though",
     "ppl": "people", "yr": "year", "yrs": "years", "govt": "government", "dept": "department", "pls": "please",
-    "plz": "please",
+    "plz": "please", "calc": "calculation", "calcs": "calculations", "comms": "communications", "dev": "developer",
+    "devs": "developers", "shud": "should", "math": "mathematics",
 }
 # Contractions typed without the apostrophe: the nearest word would be another ("dont" -> "done",
 # "arent" -> "agent", "theyre" -> "there"). "wont", "were", "its", "lets" and "well" are words.
@@ -315,6 +319,14 @@ def _chat_word(token: str, before: str, after: str) -> str | None:
     word, apostrophe, rest = token.partition("'")
     long = _CHAT_WORDS.get(word)
     return None if long is None else long + apostrophe + rest
+
+
+def _swapped(typed: str, word: str) -> bool:
+    """`word` is `typed` with two adjacent letters swapped back ("lable" -> "label")."""
+    if len(typed) != len(word) or typed == word:
+        return False
+    diff = [i for i, (a, b) in enumerate(zip(typed, word)) if a != b]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and typed[diff[0]] == word[diff[1]] and typed[diff[1]] == word[diff[0]]
 
 
 def _pair(first: str, second: str) -> str:

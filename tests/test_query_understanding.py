@@ -70,6 +70,15 @@ def test_contractions_typed_without_the_apostrophe_are_read_as_contractions(lexi
     assert lexicon.normalise("it is its own thing, lets see").corrections == ()
 
 
+def test_two_swapped_letters_are_the_likeliest_typo():
+    from core.lexicon import _swapped
+
+    lexicon = Lexicon.from_texts(["A label shall be attached. The seller is liable. The label is visible."])
+    # "lable" is one edit from both; swapped letters are the commoner slip
+    assert lexicon.normalise("where does the lable go?").corrected == "where does the label go?"
+    assert _swapped("lable", "label") and not _swapped("lable", "liable") and not _swapped("label", "label")
+
+
 def test_compounds_are_read_as_the_text_writes_them():
     lexicon = Lexicon.from_texts([
         "A deep fake is generated content. Deployers shall disclose deep fakes. Content moderation applies.",
