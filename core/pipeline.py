@@ -14,6 +14,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.adaptive import FixedPolicy, ParamPolicy
+from core.comparison import Comparison, compared
 from core.context_budget import select_contexts
 from core.followup import asking_part
 from core.fusion import reciprocal_rank_fusion
@@ -248,6 +249,9 @@ class AnswerPipeline:
         if params.ranking == "provisions" and self.provisions is not None and vectors is not None and query_vector is not None:
             pieces = vectors[1 + len(rewrite.sub_queries) :]
             contexts = self._rank_provisions(plan, collection, query_vector, pieces, params)
+            comparison = compared(plan.question)
+            if comparison is not None:
+                contexts = self._with_each_side(comparison, contexts, collection, params)
         else:
             contexts = self._retrieve(queries, vectors, params, collection)
         t = clock.lap("retrieve", t)
@@ -318,6 +322,30 @@ class AnswerPipeline:
             plan, collection, self.provisions.features(collection), query_vector, piece_vectors, pool
         )
         return drop_near_duplicates(ranked)
+
+    def _with_each_side(
+        self, comparison: Comparison, ranked: list[ScoredChunk], collection: str, params: RetrievalParams
+    ) -> list[ScoredChunk]:
+        """`ranked` with the best provision for each side of the comparison, ranked on its own,
+        placed right after the best one overall. Scores stay those of the places (a provision
+        moved up takes the score of the place it takes), so they still fall with the rank."""
+        assert self.embed_queries is not None
+        plans = [self._plan(query, collection) for query in comparison.side_queries()]
+        vectors = self.embed_queries([text for p in plans for text in (p.text, *p.pieces)])
+        best: list[ScoredChunk] = []
+        at = 0
+        for side in plans:
+            own = vectors[at : at + 1 + len(side.pieces)]
+            at += 1 + len(side.pieces)
+            found = self._rank_provisions(side, collection, own[0], own[1:], params)
+            if found:
+                best.append(found[0])
+        order: list[ScoredChunk] = ranked[:1]
+        for sc in [*best, *ranked[1:]]:
+            if all(sc.chunk.id != kept.chunk.id for kept in order):
+                order.append(sc)
+        scores = [sc.score for sc in ranked] + [ranked[-1].score if ranked else 0.0] * len(order)
+        return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
 
     def _retrieve(
         self, queries: list[str], vectors: np.ndarray | None, params: RetrievalParams, collection: str

@@ -1,0 +1,49 @@
+"""Comparison questions: what is compared, and each side's best provision in the contexts."""
+from __future__ import annotations
+
+from core.comparison import compared
+from core.pipeline import AnswerPipeline
+from core.types import RetrievalParams, ScoredChunk
+from hypa_testkit.toy import make_chunk
+from storage.embedder import HashingEmbedder
+
+
+def test_the_two_sides_of_a_comparison():
+    c = compared("importer vs distributor, what's the actual difference? we resell US software in the EU")
+    assert (c.first, c.second) == ("importer", "distributor")
+    # a side that is only a name is searched with the question's other sentences
+    assert c.side_queries() == ("importer we resell US software in the EU", "distributor we resell US software in the EU")
+    c = compared("What's the difference between the AI Office and the European AI Board?")
+    assert (c.first, c.second) == ("the AI Office", "the European AI Board")
+    c = compared("How do fines for unlabelled deepfakes compare with fines for a banned practice?")
+    assert (c.first, c.second) == ("fines for unlabelled deepfakes", "fines for a banned practice")
+    c = compared("Sorting out our plan. what has to go on the careers page versus what goes in the notice?")
+    assert c.side_queries() == ("what has to go on the careers page", "what goes in the notice")
+    assert compared("What is the penalty for a first violation?") is None
+    assert compared("What's the difference?") is None
+
+
+def test_each_side_of_a_comparison_gets_its_best_provision_right_after_the_best_overall():
+    names = ("importer", "distributor", "provider", "deployer")
+    chunks = {name: make_chunk(name, f"The {name} shall keep records.") for name in names}
+    params = RetrievalParams(top_k=4, fusion="rankedFusion", alpha=0.5)
+    pipeline = AnswerPipeline(
+        index=None,  # type: ignore[arg-type]  # not searched: the ranking is stubbed below
+        generator=None,  # type: ignore[arg-type]
+        params=params,
+        default_collection="toy",
+        count_tokens=lambda text: len(text.split()),
+        embed_queries=HashingEmbedder(dim=64).embed_queries,
+    )
+
+    def rank(plan, collection, query_vector, piece_vectors, params):  # each side finds its own name first
+        named = [name for name in chunks if name in plan.text]
+        return [ScoredChunk(chunks[n], 1.0) for n in named] + [ScoredChunk(chunks["provider"], 0.5)]
+
+    pipeline._rank_provisions = rank  # type: ignore[method-assign]
+    ranked = (("provider", 0.9), ("deployer", 0.8), ("distributor", 0.3), ("importer", 0.2))
+    overall = [ScoredChunk(chunks[n], s) for n, s in ranked]
+    merged = pipeline._with_each_side(compared("importer vs distributor?"), overall, "toy", params)
+    assert [sc.chunk.label for sc in merged] == ["provider", "importer", "distributor", "deployer"]
+    # the scores are the places' scores: still falling with the rank
+    assert [sc.score for sc in merged] == [0.9, 0.8, 0.3, 0.2]
