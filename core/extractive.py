@@ -146,6 +146,9 @@ _HEADING_LINE = re.compile(
     r"|§+\s*[\d-]+\.?|#{1,6}\s.*)\s*$"
 )
 _CLAUSE_END = re.compile(r"(?<=;)\s+")
+# A chunk that opens with a lettered or numbered item ("(f) the testing ...", "(iii) ..."): one item
+# of a list whose lead-in is in another chunk.
+_ITEM_CHUNK = re.compile(r"^\s*\((?:[a-z]{1,2}|[ivx]{1,5})\)\s")
 _LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\(?[a-z][.)]|\([ivx]+\)|[•\-–])\s")
 _ENUMERATOR = re.compile(r"^\s*(?:\((?P<paren>[a-z]{1,2}|[ivx]{1,5}|\d{1,2})\)|(?P<dot>\d{1,2})\.)\s")
 MIN_QUOTE_WORDS = 4
@@ -262,7 +265,7 @@ class ExtractiveGenerator:
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights
             about = _in_the_laws_words(about, self._expansions(sentence, glossary, chunks[0].collection), stats)
-            stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats)
+            stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats, query_vector)
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
         if cosines is not None:
@@ -341,18 +344,28 @@ class ExtractiveGenerator:
         weights: dict[str, float],
         cosines: np.ndarray | None,
         stats: TermStats,
+        query_vector: np.ndarray | None = None,
     ) -> dict[_Sentence, float]:
         """The sentences with a clause that states the asked kind of value about what was asked, with
         how much of what was asked their best such clause holds (with the clause before it).
 
         About what was asked: the clause (with the one before it) holds enough of the question's
         other key terms, names what a retention question asks about keeping, and the sentence is close
-        enough in meaning to the question."""
+        enough in meaning to the question. A chunk that is one item of a list whose lead-in another
+        chunk holds ("(f) the testing ... not longer than six months") is read with its provision's
+        heading ("Testing of high-risk AI systems in real world conditions outside AI regulatory
+        sandboxes"), which says what the item is about."""
         about = {t: w for t, w in _unclipped(weights, stats).items() if t not in asked.words}
+        titled = {
+            s.rank: frozenset(content_terms(chunks[s.rank].heading))
+            for s in sentences
+            if _ITEM_CHUNK.match(chunks[s.rank].text) and chunks[s.rank].heading.strip()
+        }
+        cosines = self._with_headings(sentences, chunks, cosines, query_vector, titled)
         # Provisions that mention the question's subject; a value elsewhere is someone else's. A
         # subject the collection never uses ("the franchisee") cannot tell one provision from another.
         subject = asked.subject if asked.subject is not None and stats.doc_freq.get(asked.subject, 0) else None
-        about_subject = {s.rank for s in sentences if subject is None or subject in s.terms}
+        about_subject = {s.rank for s in sentences if subject is None or subject in s.terms | titled.get(s.rank, set())}
         items = _list_items_terms(sentences, chunks)
         # What a retention question asks about keeping, in the words the collection uses.
         kept = {t for t in asked.kept if stats.doc_freq.get(t, 0)}
@@ -370,7 +383,7 @@ class ExtractiveGenerator:
                 terms = frozenset(content_terms(clause))
                 # A lead-in ("The provider shall, for a period ending 10 years after ..., keep at the
                 # disposal of the national competent authorities:") is about the items it leads.
-                context = previous | (items[i] if n == len(clauses) - 1 else frozenset())
+                context = previous | (items[i] if n == len(clauses) - 1 else frozenset()) | titled.get(rank, frozenset())
                 binding = _coverage(terms | context, about) if about else 1.0
                 # a retention period must be for keeping what was asked about, not something else
                 names_kept = not kept or not kept.isdisjoint(terms | context)
@@ -379,6 +392,25 @@ class ExtractiveGenerator:
                     stating[s] = max(stating.get(s, 0.0), binding)
                 previous = terms
         return stating
+
+    def _with_headings(
+        self,
+        sentences: list[_Sentence],
+        chunks: list[Chunk],
+        cosines: np.ndarray | None,
+        query_vector: np.ndarray | None,
+        titled: dict[int, frozenset[str]],
+    ) -> np.ndarray | None:
+        """`cosines`, where a sentence of a `titled` chunk is closer to the question read after its
+        heading, that closeness."""
+        if cosines is None or query_vector is None or self._sentence_vectors is None or not titled:
+            return cosines
+        rows = [i for i, s in enumerate(sentences) if s.rank in titled]
+        texts = [f"{chunks[sentences[i].rank].heading.strip()}: {sentences[i].text(chunks)}" for i in rows]
+        read = self._sentence_vectors.get(texts) @ np.asarray(query_vector, dtype=np.float32)
+        out = cosines.copy()
+        out[rows] = np.maximum(out[rows], read)
+        return out
 
     # -- choosing sentences --------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -406,3 +407,43 @@ def test_sentences_are_credited_with_the_laws_words_for_a_users_phrase_the_law_n
     # without the glossary the user's words count, and the price rule holds more of them
     plain = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(min_support=0.0)).candidates(question, contexts)
     assert "bot" in plain.weights
+
+
+def test_a_chunk_that_is_one_item_of_a_list_is_read_with_its_provisions_heading():
+    from core.extractive import ExtractiveConfig
+
+    loose = ExtractiveConfig(min_support=0.0)  # the value binding alone decides here
+    lead_in = make_chunk(
+        "Toy Code § 1-108(1)",
+        "1. Sellers may trial widgets in shops outside sandboxes only where the following conditions are met:",
+        heading="Trials of widgets in shops outside sandboxes",
+    )
+    item = make_chunk(
+        "Toy Code § 1-108(1)(f)",
+        "(f) it does not last longer than six months;",
+        heading="Trials of widgets in shops outside sandboxes",
+    )
+    stats = TermStats.from_texts([lead_in.text, item.text])
+    question = "How long can a trial of widgets in shops outside a sandbox run?"
+    answer = ExtractiveGenerator(lambda c: stats, loose).generate(question, [ScoredChunk(item, 1.0)])
+    assert not answer.refused and "six months" in answer.text
+    # without the heading nothing says what the six months are of
+    bare = replace(item, heading="")
+    assert ExtractiveGenerator(lambda c: stats, loose).generate(question, [ScoredChunk(bare, 1.0)]).refused
+
+
+def test_an_items_closeness_to_the_question_is_also_read_after_its_heading():
+    from core.extractive import _sentences
+
+    class Vectors:  # "about trials" when the text says so, "about something else" otherwise
+        def get(self, texts):
+            return np.array([[1.0, 0.0] if "Trials" in t else [0.0, 1.0] for t in texts], dtype=np.float32)
+
+    item = make_chunk("Toy Code § 1-108(1)(f)", "(f) it does not last longer than six months;", heading="Trials")
+    sentences = _sentences([item])
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts([item.text]), sentence_vectors=Vectors())
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    cosines = np.zeros(len(sentences), dtype=np.float32)
+    read = generator._with_headings(sentences, [item], cosines, query, {0: frozenset({"trial"})})
+    assert read is not None and float(read.max()) == 1.0
+    assert generator._with_headings(sentences, [item], cosines, query, {}) is cosines  # no titled chunk
