@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Iterator
 
 from core.text import content_terms
 
 # Where a side may start or end: a sentence or clause boundary.
-_EDGE = r"[^?.!;:,()\[\]—–]"
-_PATTERNS = (
-    re.compile(rf"\bdifferences?\s+between\s+(?P<x>{_EDGE}+?)\s+and\s+(?P<y>{_EDGE}+)", re.I),
-    re.compile(rf"\bhow\s+(?:do|does|is|are)\s+(?P<x>{_EDGE}+?)\s+compare[sd]?\s+(?:with|to|against)\s+(?P<y>{_EDGE}+)", re.I),
-    re.compile(rf"(?P<x>{_EDGE}+?)\s+(?:vs\.?|versus|compared\s+(?:with|to))\s+(?P<y>{_EDGE}+)", re.I),
-)
+_BOUNDARIES = "?.!;:,()[]—–"
+# The words between the sides, found first so that the sides are cut out by position (a side
+# pattern tried at every start is quadratic in the message's length).
+_BETWEEN = re.compile(r"\s(?:vs\.?|versus|compared\s+(?:with|to))\s", re.I)
+_DIFFERENCE = re.compile(r"\bdifferences?\s+between\s", re.I)
+_COMPARE = re.compile(r"\s+compare[sd]?\s+(?:with|to|against)\s", re.I)
+_HOW = re.compile(r"\bhow\s+(?:do|does|is|are)\s", re.I)
 # Words that open the clause, not a side: "so", "what's the actual".
 _LEADING = re.compile(
     r"^(?:(?:so|ok|okay|and|but|hey|hi)\s+)*(?:what(?:'s| is| are)\s+(?:the\s+)?(?:actual\s+|real\s+|practical\s+)?)?",
@@ -26,6 +28,7 @@ _LEADING = re.compile(
 )
 _SENTENCE = re.compile(r"[^?.!]+[?.!]*")
 MAX_SIDE_WORDS = 14
+MAX_NAME_WORDS = 3  # a side this short is a name ("importer", "AI Board"), searched with the rest
 
 
 @dataclass(frozen=True)
@@ -37,23 +40,47 @@ class Comparison:
     def side_queries(self) -> tuple[str, str]:
         """What to search for each side: the side, with the rest of the question when the side is
         only a name ("importer" -> "importer; we resell a US vendor's AI software in the EU")."""
-        return tuple(  # type: ignore[return-value]
-            f"{side} {self.rest}".strip() if len(side.split()) <= 3 and self.rest else side
-            for side in (self.first, self.second)
-        )
+        def query(side: str) -> str:
+            return f"{side} {self.rest}" if len(side.split()) <= MAX_NAME_WORDS and self.rest else side
+
+        return query(self.first), query(self.second)
 
 
 def compared(question: str) -> Comparison | None:
     """The comparison `question` asks for, or None when it compares nothing."""
-    for pattern in _PATTERNS:
-        for m in pattern.finditer(question):
-            first = _LEADING.sub("", m.group("x").strip()).strip()
-            second = m.group("y").strip()
-            if not _side(first) or not _side(second):
-                continue
-            others = [s.strip() for s in _SENTENCE.findall(question) if s.strip() and m.group(0) not in s]
+    for first, second, whole in _candidates(question):
+        first = _LEADING.sub("", first.strip()).strip()
+        second = second.strip()
+        if _side(first) and _side(second):
+            others = [s.strip() for s in _SENTENCE.findall(question) if s.strip() and whole not in s]
             return Comparison(first, second, " ".join(others))
     return None
+
+
+def _candidates(question: str) -> Iterator[tuple[str, str, str]]:
+    """(first side, second side, the text holding both) of each way `question` may compare."""
+    for m in _DIFFERENCE.finditer(question):
+        pair = question[m.end() : _next_boundary(question, m.end())]
+        first, sep, second = pair.partition(" and ")
+        if sep:
+            yield first, second, question[m.start() : m.end() + len(pair)]
+    for m in _COMPARE.finditer(question):
+        hows = list(_HOW.finditer(question, _last_boundary(question, m.start()), m.start()))
+        if hows:
+            how, end = hows[-1], _next_boundary(question, m.end())
+            yield question[how.end() : m.start()], question[m.end() : end], question[how.start() : end]
+    for m in _BETWEEN.finditer(question):
+        start, end = _last_boundary(question, m.start()), _next_boundary(question, m.end())
+        yield question[start : m.start()], question[m.end() : end], question[start:end]
+
+
+def _last_boundary(text: str, at: int) -> int:
+    return max(text.rfind(c, 0, at) for c in _BOUNDARIES) + 1
+
+
+def _next_boundary(text: str, at: int) -> int:
+    found = [i for i in (text.find(c, at) for c in _BOUNDARIES) if i >= 0]
+    return min(found) if found else len(text)
 
 
 def _side(text: str) -> bool:

@@ -21,6 +21,10 @@ def test_the_two_sides_of_a_comparison():
     assert c.side_queries() == ("what has to go on the careers page", "what goes in the notice")
     assert compared("What is the penalty for a first violation?") is None
     assert compared("What's the difference?") is None
+    # a long message is read once, not tried at every word
+    assert compared("word " * 800) is None
+    assert compared(("word " * 700) + "importer vs distributor?") is None  # a 700-word side is no side
+    assert compared(("word. " * 700) + "importer vs distributor?").first == "importer"
 
 
 def test_each_side_of_a_comparison_gets_its_best_provision_right_after_the_best_overall():
