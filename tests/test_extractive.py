@@ -63,11 +63,14 @@ def test_no_contexts_means_refusal():
 
 
 # --- frames, headings, the sentence model ---------------------------------------------------------
-from core.extractive import SENTENCE_FEATURES, ExtractiveGenerator, provision_name  # noqa: E402
+from core.extractive import SENTENCE_FEATURES, ExtractiveConfig, ExtractiveGenerator, provision_name  # noqa: E402
 from core.linear import LinearModel  # noqa: E402
 from core.termstats import TermStats  # noqa: E402
 from core.types import ScoredChunk  # noqa: E402
 from hypa_testkit.toy import make_chunk  # noqa: E402
+
+# No word-overlap support test: the value binding alone decides whether a value is stated.
+BINDING_ONLY = ExtractiveConfig(min_support=0.0)
 
 
 def test_the_answer_names_the_provision_and_never_quotes_its_heading_lines():
@@ -340,10 +343,9 @@ def test_a_follow_up_searched_with_the_question_before_it_asks_only_its_own_part
 
 
 def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
-    from core.extractive import ExtractiveConfig
     from core.glossary import Glossary
 
-    loose = ExtractiveConfig(min_support=0.0)  # the value binding alone decides here
+    loose = BINDING_ONLY
     penalties = make_chunk(
         "Toy Code § 1-103",
         "§ 1-103 Penalties. A seller that violates this chapter is liable for a civil penalty of not more than "
@@ -366,10 +368,9 @@ def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
 
 
 def test_an_abbreviation_the_law_never_writes_is_bound_by_its_long_form():
-    from core.extractive import ExtractiveConfig
     from core.lexicon import Lexicon
 
-    loose = ExtractiveConfig(min_support=0.0)  # the value binding alone decides here
+    loose = BINDING_ONLY
     fees = make_chunk(
         "Toy Code § 1-105",
         "§ 1-105 Fees. A data protection impact assessment is filed for a fee of $300. The data protection "
@@ -386,7 +387,6 @@ def test_an_abbreviation_the_law_never_writes_is_bound_by_its_long_form():
 
 
 def test_sentences_are_credited_with_the_laws_words_for_a_users_phrase_the_law_never_uses():
-    from core.extractive import SENTENCE_FEATURES, ExtractiveConfig
     from core.glossary import Glossary
 
     informs = make_chunk(
@@ -398,21 +398,19 @@ def test_sentences_are_credited_with_the_laws_words_for_a_users_phrase_the_law_n
     contexts = [ScoredChunk(prices, 1.0), ScoredChunk(informs, 0.9)]
     question = "Do sellers have to tell buyers they are chatting with a bot?"
     glossary = Glossary.of({"interact directly with natural persons": ["chatting with a bot"]})
-    generator = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(min_support=0.0), glossary=lambda c: glossary)
+    generator = ExtractiveGenerator(lambda c: stats, BINDING_ONLY, glossary=lambda c: glossary)
     found = generator.candidates(question, contexts)
     assert "bot" not in found.weights and {"interact", "natur"} <= set(found.weights)
     column = SENTENCE_FEATURES.index("terms")
     terms = {found.chunks[s.rank].label: found.features[i, column] for i, s in enumerate(found.sentences)}
     assert terms["Toy Code § 1-106"] > terms["Toy Code § 1-107"]
     # without the glossary the user's words count, and the price rule holds more of them
-    plain = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(min_support=0.0)).candidates(question, contexts)
+    plain = ExtractiveGenerator(lambda c: stats, BINDING_ONLY).candidates(question, contexts)
     assert "bot" in plain.weights
 
 
 def test_a_chunk_that_is_one_item_of_a_list_is_read_with_its_provisions_heading():
-    from core.extractive import ExtractiveConfig
-
-    loose = ExtractiveConfig(min_support=0.0)  # the value binding alone decides here
+    loose = BINDING_ONLY
     lead_in = make_chunk(
         "Toy Code § 1-108(1)",
         "1. Sellers may trial widgets in shops outside sandboxes only where the following conditions are met:",
