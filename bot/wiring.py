@@ -389,6 +389,8 @@ class Components:
                 # the configured glossary, not the lexicon's: no index lookup per answer, and a
                 # phrasing the lexicon leaves out holds only words the collection uses anyway
                 glossary=lambda collection: self.glossaries.get(collection, Glossary()),
+                # for the abbreviations the law never writes ("GPAI"); per collection version, as
+                # the term statistics are
                 lexicon=self.lexicon,
             ),
             self.citation_links,
