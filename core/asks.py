@@ -60,11 +60,16 @@ def leads_a_list(text: str) -> bool:
 _DEFINED = re.compile(r"[“\"‘']([^”\"’']{2,80})[”\"’']\s+(?:or\s+[“\"‘'][^”\"’']{1,40}[”\"’']\s+)?means\b")
 
 
+def defined_names(text: str) -> list[str]:
+    """The terms `text` defines, as written (“X” means ...)."""
+    return _DEFINED.findall(text)
+
+
 def defined_terms(chunk: Chunk) -> frozenset[str]:
     """The stemmed terms a definition chunk defines (from its heading "Definitions — X; Y" and from
     “X” means ... in its text)."""
     names: list[str] = []
     if "—" in chunk.heading:
         names += [n for n in chunk.heading.split("—", 1)[1].split(";")]
-    names += _DEFINED.findall(chunk.text)
+    names += defined_names(chunk.text)
     return frozenset(" ".join(content_terms(n)) for n in names if content_terms(n))

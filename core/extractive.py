@@ -33,7 +33,8 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from core.answer_type import AskedValue, asked_value, describe, states_value
-from core.asks import asks_definition, asks_list, defined_terms, defines, leads_a_list
+from core.asks import asks_definition, asks_list, defined_names, defined_terms, defines, leads_a_list
+from core.comparison import compared
 from core.followup import asking_part
 from core.glossary import Glossary
 from core.lexicon import Lexicon, english_words
@@ -134,6 +135,8 @@ class _Candidates:
     refusal: str | None = None  # not None: decline, and say this ("" = no reason beyond the refusal)
     # Rows that may lead the answer: for a question asking for a value, those that state it.
     leads: list[int] = field(default_factory=list)
+    # The key terms of each side of a comparison the question asks for ("importer vs distributor").
+    sides: list[dict[str, float]] = field(default_factory=list)
 
     @classmethod
     def declined(cls, why: str) -> "_Candidates":
@@ -279,7 +282,19 @@ class ExtractiveGenerator:
             leads = [i for i, s in enumerate(sentences) if stating.get(s, -1.0) >= most]
         else:
             leads = list(range(len(sentences)))
-        return _Candidates(chunks, sentences, x, weights, leads=leads)
+        return _Candidates(chunks, sentences, x, weights, leads=leads, sides=self._sides(asking, glossary, stats, chunks))
+
+    def _sides(self, asking: str, glossary: Glossary, stats: TermStats, chunks: list[Chunk]) -> list[dict[str, float]]:
+        """The key terms of each side of a comparison the question asks for (none when it asks none)."""
+        comparison = compared(asking)
+        if comparison is None:
+            return []
+        sides = []
+        for side in (comparison.first, comparison.second):
+            terms = {t: stats.idf(t) for t in content_terms(side)}
+            terms = _in_the_laws_words(terms, self._expansions(side, glossary, chunks[0].collection), stats)
+            sides.append({t: w for t, w in terms.items() if stats.doc_freq.get(t, 0)})
+        return sides if all(sides) else []
 
     def _expansions(self, text: str, glossary: Glossary, collection: str) -> tuple[tuple[str, str], ...]:
         """(as typed, the law's words) for the glossary's phrasings and the abbreviations in `text`."""
@@ -422,6 +437,23 @@ class ExtractiveGenerator:
         chosen = [sentences[best]]
         covered = set(sentences[best].terms)
         words = len(sentences[best].text(chunks).split())
+        # A comparison is answered about both sides: the best sentence about a side no quote speaks
+        # of yet comes next, however much less likely than the first.
+        for side in found.sides:
+            if any(_speaks_of(c.text(chunks), c.terms, side) for c in chosen):
+                continue
+            about = [
+                i
+                for i in order
+                if sentences[i] not in chosen
+                and _speaks_of(sentences[i].text(chunks), sentences[i].terms, side)
+                and not any(_near_duplicate(sentences[i], c) for c in chosen)
+                and words + len(sentences[i].text(chunks).split()) <= self.config.max_words
+            ]
+            if about and len(chosen) < self.config.max_sentences:
+                chosen.append(sentences[about[0]])
+                covered |= sentences[about[0]].terms
+                words += len(sentences[about[0]].text(chunks).split())
         floor = float(scores[best]) + math.log(self.config.follow_share)
         while len(chosen) < self.config.max_sentences:
             candidates = [
@@ -618,6 +650,19 @@ def _in_the_laws_words(
         about = {t: w for t, w in about.items() if t not in typed_terms}
         about.update({t: stats.idf(t) for t in content_terms(law) if stats.doc_freq.get(t, 0) and t not in about})
     return about
+
+
+# A sentence speaks of a side of a comparison when it holds this share of the side's key terms.
+_SIDE_COVERED = 0.5
+
+
+def _speaks_of(text: str, terms: frozenset[str], side: dict[str, float]) -> bool:
+    """Whether a sentence is about one side of a comparison: a definition only of what it defines
+    ("'distributor' means … other than the provider or the importer" is not about the importer)."""
+    defined = [frozenset(content_terms(name)) for name in defined_names(text)]
+    if defined:
+        return any(_coverage(name, side) >= _SIDE_COVERED for name in defined)
+    return _coverage(terms, side) >= _SIDE_COVERED
 
 
 def _joined(names: list[str]) -> str:

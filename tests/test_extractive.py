@@ -445,3 +445,26 @@ def test_an_items_closeness_to_the_question_is_also_read_after_its_heading():
     read = generator._with_headings(sentences, [item], cosines, query, {0: frozenset({"trial"})})
     assert read is not None and float(read.max()) == 1.0
     assert generator._with_headings(sentences, [item], cosines, query, {}) is cosines  # no titled chunk
+
+
+def test_a_comparison_is_answered_about_both_sides():
+    from core.extractive import _speaks_of
+
+    importer = make_chunk(
+        "Toy Code § 1-109(1)",
+        "(1) ‘importer’ means a seller established in the city that places on the market a widget made abroad;",
+    )
+    distributor = make_chunk(
+        "Toy Code § 1-109(2)",
+        "(2) ‘distributor’ means a seller in the supply chain, other than the maker or the importer, that sells a widget;",
+    )
+    stats = TermStats.from_texts([importer.text, distributor.text, "The maker sells widgets."])
+    contexts = [ScoredChunk(distributor, 1.0), ScoredChunk(importer, 0.2)]
+    lead_only = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(follow_share=0.999))  # no other follower
+    answer = lead_only.generate("importer vs distributor, what's the difference?", contexts)
+    assert "‘distributor’ means" in answer.text and "‘importer’ means" in answer.text
+    # a definition speaks only of what it defines, though it names the other side
+    assert not _speaks_of(distributor.text, frozenset({"importer", "distributor", "seller"}), {"importer": 1.0})
+    assert _speaks_of("Importers shall keep records.", frozenset({"importer", "keep", "record"}), {"importer": 1.0})
+    # not a comparison: the lead alone
+    assert "‘importer’ means" not in lead_only.generate("What is a distributor?", contexts).text
