@@ -282,9 +282,10 @@ class ExtractiveGenerator:
             leads = [i for i, s in enumerate(sentences) if stating.get(s, -1.0) >= most]
         else:
             leads = list(range(len(sentences)))
-        return _Candidates(chunks, sentences, x, weights, leads=leads, sides=self._sides(asking, glossary, stats, chunks))
+        sides = self._sides(asking, glossary, stats, chunks[0].collection)
+        return _Candidates(chunks, sentences, x, weights, leads=leads, sides=sides)
 
-    def _sides(self, asking: str, glossary: Glossary, stats: TermStats, chunks: list[Chunk]) -> list[dict[str, float]]:
+    def _sides(self, asking: str, glossary: Glossary, stats: TermStats, collection: str) -> list[dict[str, float]]:
         """The key terms of each side of a comparison the question asks for (none when it asks none)."""
         comparison = compared(asking)
         if comparison is None:
@@ -292,7 +293,7 @@ class ExtractiveGenerator:
         sides = []
         for side in (comparison.first, comparison.second):
             terms = {t: stats.idf(t) for t in content_terms(side)}
-            terms = _in_the_laws_words(terms, self._expansions(side, glossary, chunks[0].collection), stats)
+            terms = _in_the_laws_words(terms, self._expansions(side, glossary, collection), stats)
             sides.append({t: w for t, w in terms.items() if stats.doc_freq.get(t, 0)})
         return sides if all(sides) else []
 
@@ -435,41 +436,34 @@ class ExtractiveGenerator:
         order = sorted(range(len(sentences)), key=lambda i: (-scores[i], sentences[i].rank, sentences[i].start))
         best = next(i for i in order if i in set(found.leads))
         chosen = [sentences[best]]
-        covered = set(sentences[best].terms)
-        words = len(sentences[best].text(chunks).split())
+
+        def words(s: _Sentence) -> int:
+            return len(s.text(chunks).split())
+
+        def fits(i: int) -> bool:  # new to the answer, no near-duplicate of a quote, within the word limit
+            s = sentences[i]
+            return (
+                s not in chosen
+                and not any(_near_duplicate(s, c) for c in chosen)
+                and sum(map(words, chosen)) + words(s) <= self.config.max_words
+            )
+
         # A comparison is answered about both sides: the best sentence about a side no quote speaks
         # of yet comes next, however much less likely than the first.
         for side in found.sides:
-            if any(_speaks_of(c.text(chunks), c.terms, side) for c in chosen):
+            if len(chosen) >= self.config.max_sentences or any(_speaks_of(c.text(chunks), c.terms, side) for c in chosen):
                 continue
-            about = [
-                i
-                for i in order
-                if sentences[i] not in chosen
-                and _speaks_of(sentences[i].text(chunks), sentences[i].terms, side)
-                and not any(_near_duplicate(sentences[i], c) for c in chosen)
-                and words + len(sentences[i].text(chunks).split()) <= self.config.max_words
-            ]
-            if about and len(chosen) < self.config.max_sentences:
-                chosen.append(sentences[about[0]])
-                covered |= sentences[about[0]].terms
-                words += len(sentences[about[0]].text(chunks).split())
+            about = next((i for i in order if fits(i) and _speaks_of(sentences[i].text(chunks), sentences[i].terms, side)), None)
+            if about is not None:
+                chosen.append(sentences[about])
         floor = float(scores[best]) + math.log(self.config.follow_share)
         while len(chosen) < self.config.max_sentences:
-            candidates = [
-                i
-                for i in order
-                if sentences[i] not in chosen
-                and scores[i] >= floor
-                and not any(_near_duplicate(sentences[i], c) for c in chosen)
-                and words + len(sentences[i].text(chunks).split()) <= self.config.max_words
-            ]
+            candidates = [i for i in order if scores[i] >= floor and fits(i)]
             if not candidates:
                 break
+            covered = set().union(*(c.terms for c in chosen))
             nxt = max(candidates, key=lambda i: (scores[i] + _coverage(sentences[i].terms - covered, weights), -i))
             chosen.append(sentences[nxt])
-            covered |= sentences[nxt].terms
-            words += len(sentences[nxt].text(chunks).split())
         return chosen
 
     def _with_list(self, s: _Sentence, chunks: list[Chunk]) -> _Sentence:
