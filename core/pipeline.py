@@ -25,7 +25,7 @@ from core.query import QueryPlan
 from core.ranking import BM25_CANDIDATES, FeatureBuilder, ProvisionRanker
 from core.rerank import NoReranker, Reranker
 from core.rewriter import OfflineRewriter, QueryRewriter
-from core.text import word_set
+from core.text import word_runs, word_set
 from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
 
 log = logging.getLogger(__name__)
@@ -96,15 +96,38 @@ NOT_ENGLISH = (
 )
 
 
+# The share of the smaller of two same-labelled chunks' word runs the other must hold for them to be
+# copies: the copies in the collections hold all of them; the overlapping halves of a paragraph cut
+# in two (Art. 26(10)) hold close to nine in ten.
+COPY_SHARE = 0.95
+
+
 def drop_near_duplicates(results: Sequence[ScoredChunk], threshold: float = 0.9) -> list[ScoredChunk]:
-    """Keep the best-ranked copy of chunks whose word sets overlap by `threshold` (Jaccard) or more."""
+    """Keep the best-ranked copy of chunks that say the same: word sets overlapping by `threshold`
+    (Jaccard) or more, or one provision's two copies (the law as enacted and as codified, cut at
+    different places: "Bias audit" alone and "Bias audit; Employment decision") where one holds
+    nearly all of the other's runs of words (COPY_SHARE). Runs, not words: the two halves of a long
+    paragraph share most of their words but not their sentences. Across provisions only the Jaccard
+    test applies: different provisions often repeat a short one's wording (Art. 53(2) and 54(6))."""
     kept: list[tuple[ScoredChunk, frozenset[str]]] = []
     for sc in results:
         words = word_set(sc.chunk.text)
-        if any(_jaccard(words, other) >= threshold for _, other in kept):
+        if any(_same_text(sc, words, other, other_words, threshold) for other, other_words in kept):
             continue
         kept.append((sc, words))
     return [sc for sc, _ in kept]
+
+
+def _same_text(
+    a: ScoredChunk, a_words: frozenset[str], b: ScoredChunk, b_words: frozenset[str], threshold: float
+) -> bool:
+    if _jaccard(a_words, b_words) >= threshold:
+        return True
+    if a.chunk.label != b.chunk.label:
+        return False
+    a_runs, b_runs = word_runs(a.chunk.text), word_runs(b.chunk.text)
+    smaller = min(len(a_runs), len(b_runs))
+    return smaller > 0 and len(a_runs & b_runs) / smaller >= COPY_SHARE
 
 
 def _without_added_duplicates(
@@ -251,7 +274,8 @@ class AnswerPipeline:
             contexts = self._rank_provisions(plan, collection, query_vector, pieces, params)
             comparison = compared(plan.question)
             if comparison is not None:
-                contexts = self._with_each_side(comparison, contexts, collection, params)
+                # a side's best provision may be another copy of one already ranked
+                contexts = drop_near_duplicates(self._with_each_side(comparison, contexts, collection, params))
         else:
             contexts = self._retrieve(queries, vectors, params, collection)
         t = clock.lap("retrieve", t)

@@ -43,6 +43,14 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(tokens(text))
 
 
+@lru_cache(maxsize=8192)
+def word_runs(text: str, n: int = 4) -> frozenset[tuple[str, ...]]:
+    """The distinct runs of `n` consecutive tokens of `text` (shingles): two copies of one text share
+    nearly all of them, two texts that merely use the same words do not."""
+    words = tokens(text)
+    return frozenset(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+
+
 # Words that frame a question rather than say what it is about ("Can you explain what ... means
 # according to the document?"). They are ignored when judging whether provisions answer a question.
 QUESTION_FRAMING = frozenset(

@@ -1,12 +1,14 @@
 """Pipeline: question validation, follow-up handling, record shape."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from core.extractive import ExtractiveGenerator
 from core.followup import is_follow_up, standalone_query
-from core.pipeline import AnswerPipeline, QuestionLimits
+from core.pipeline import AnswerPipeline, QuestionLimits, drop_near_duplicates
 from core.termstats import TermStats
-from core.types import RetrievalParams, Turn
-from hypa_testkit.toy import TOY_CHUNKS, scored
+from core.types import RetrievalParams, ScoredChunk, Turn
+from hypa_testkit.toy import TOY_CHUNKS, make_chunk, scored
 
 
 class RecordingIndex:
@@ -153,3 +155,44 @@ def test_a_machines_settings_never_reach_a_test(tmp_path):
     finally:
         os.chdir(here)
     assert settings.anthropic_api_key == "" and settings.top_k == 12
+
+
+def _copies() -> tuple[ScoredChunk, ScoredChunk]:
+    enacted = make_chunk(
+        "Admin. Code § 20-870",
+        'Bias audit. The term "bias audit" means an impartial evaluation by an independent auditor. '
+        "Employment decision. The term employment decision means to screen candidates for employment.",
+        doc_id="bill",
+    )
+    codified = make_chunk(
+        "Admin. Code § 20-870",
+        "Bias audit.\nThe term “bias audit” means an impartial evaluation by an independent auditor.",
+        doc_id="code",
+    )
+    return ScoredChunk(enacted, 2.0), ScoredChunk(codified, 1.0)
+
+
+def test_one_provisions_two_copies_cut_at_different_places_are_kept_once():
+    enacted, codified = _copies()
+    assert drop_near_duplicates([enacted, codified]) == [enacted]
+    assert drop_near_duplicates([codified, enacted]) == [codified]
+
+
+def test_the_halves_of_one_paragraph_and_other_provisions_sharing_words_are_all_kept():
+
+    enacted, codified = _copies()
+    # the same words under another provision's label are that provision's own rule
+    elsewhere = ScoredChunk(replace(codified.chunk, id="other", label="6 RCNY § 5-300"), 1.0)
+    assert drop_near_duplicates([enacted, elsewhere]) == [enacted, elsewhere]
+    first = make_chunk(
+        "Art. 26(10)",
+        "10. Deployers shall ask for an authorisation before the use of the system. "
+        "The authorisation shall be requested within 48 hours.",
+    )
+    second = make_chunk(
+        "Art. 26(10)",
+        "The authorisation shall be requested within 48 hours. "
+        "Deployers shall not use the system for any purpose other than the one authorised.",
+    )
+    halves = [ScoredChunk(first, 2.0), ScoredChunk(second, 1.0)]
+    assert drop_near_duplicates(halves) == halves
