@@ -700,6 +700,7 @@ def candidate_sentences(chunks: Sequence[Chunk]) -> list[str]:
     return [chunk.text[a:b] for chunk in chunks for a, b in quotable_spans(chunk.text)]
 
 
+_WORD = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more
 _FIGURE = re.compile(r"[$€£]?\.?\d[\d.,]*%?")
 _MEASURE = re.compile(r"\d*\.\d+%?[.,;]?|\d+%[.,;]?")  # a rate or ratio: "54.3%", "0.82", "25%"
 _TABLE_ASKED = frozenset({"exampl", "sampl", "tabl"})  # stems of "example", "sample", "table"
@@ -724,8 +725,8 @@ def _sentences(chunks: list[Chunk]) -> list[_Sentence]:
                 continue
             start, end = trimmed
             quote = text[start:end]
-            if len(quote.split()) < MIN_QUOTE_WORDS or not any(ch.islower() for ch in quote):
-                continue  # a page number, a running header, a bare heading
+            if len(quote.split()) < MIN_QUOTE_WORDS or not any(ch.islower() for ch in quote) or not _WORD.search(quote):
+                continue  # a page number, a running header, a bare heading, a drafter's stamp ("SJ/ IB LS #11903 11:32 pm")
             out.append(_Sentence(rank, start, end, text[a:b], frozenset(content_terms(quote))))
     return out
 

@@ -244,6 +244,16 @@ def test_markdown_html_and_page_numbers_are_never_quoted():
     assert "A seller shall notify each buyer ten business days before selling a widget." in quotes
 
 
+def test_a_drafters_stamp_after_the_last_sentence_is_never_quoted():
+    text = "§ 2. This local law takes effect on January 1, 2023.\n\nSJ/ IB\nLS #11903\n11/1/2021 11:32 pm"
+    chunk = make_chunk("Toy Bill § 2", text)
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts([text]))
+    answer = generator.generate("When does the local law take effect?", [ScoredChunk(chunk, 1.0)])
+    quotes = [c.quote for c in answer.citations]
+    assert any("January 1, 2023" in q for q in quotes)
+    assert not any("11903" in q or "11:32" in q for q in quotes)
+
+
 def test_a_list_item_quoted_with_its_lead_in_is_not_quoted_again():
     text = (
         "(b) Notices required. A seller shall notify each buyer of the following: 1. That a widget audit was done "
