@@ -223,7 +223,8 @@ class ExtractiveGenerator:
         weights = {t: stats.idf(t) for t in set(content_terms(question)) - framing_terms(question)}
         # A sentence is credited with the law's words for what the user calls otherwise ("chatbot":
         # "AI systems intended to interact directly with natural persons"), as the value is bound.
-        weights = _in_the_laws_words(weights, self._expansions(question, glossary, chunks[0].collection), stats)
+        expansions = self._expansions(question, glossary, chunks[0].collection)
+        weights = _in_the_laws_words(weights, expansions, stats)
         sentences = _sentences(chunks)
         # Front matter (a bill's title block, a document's header) states no rule: never the answer
         # while a provision can be quoted.
@@ -267,7 +268,9 @@ class ExtractiveGenerator:
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights
-            about = _in_the_laws_words(about, self._expansions(sentence, glossary, chunks[0].collection), stats)
+            if sentence != question:  # a value asked in one sentence of several: that sentence's phrasings
+                expansions = self._expansions(sentence, glossary, chunks[0].collection)
+            about = _in_the_laws_words(about, expansions, stats)
             stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats, query_vector)
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
