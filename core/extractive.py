@@ -137,6 +137,8 @@ class _Candidates:
     leads: list[int] = field(default_factory=list)
     # The key terms of each side of a comparison the question asks for ("importer vs distributor").
     sides: list[dict[str, float]] = field(default_factory=list)
+    # The one operator role the question names ("do providers have to ..."), None for none or several.
+    role: str | None = None
 
     @classmethod
     def declined(cls, why: str) -> "_Candidates":
@@ -286,7 +288,9 @@ class ExtractiveGenerator:
         else:
             leads = list(range(len(sentences)))
         sides = self._sides(asking, glossary, stats, chunks[0].collection)
-        return _Candidates(chunks, sentences, x, weights, leads=leads, sides=sides)
+        roles = {_role(m) for m in _ROLE.findall(asking)}
+        role = roles.pop() if len(roles) == 1 else None
+        return _Candidates(chunks, sentences, x, weights, leads=leads, sides=sides, role=role)
 
     def _sides(self, asking: str, glossary: Glossary, stats: TermStats, collection: str) -> list[dict[str, float]]:
         """The key terms of each side of a comparison the question asks for (none when it asks none)."""
@@ -438,6 +442,7 @@ class ExtractiveGenerator:
         sentences, chunks, weights = found.sentences, found.chunks, found.weights
         order = sorted(range(len(sentences)), key=lambda i: (-scores[i], sentences[i].rank, sentences[i].start))
         best = next(i for i in order if i in set(found.leads))
+        best = self._role_lead(found, order, best)
         chosen = [sentences[best]]
 
         def words(s: _Sentence) -> int:
@@ -468,6 +473,22 @@ class ExtractiveGenerator:
             nxt = max(candidates, key=lambda i: (scores[i] + _coverage(sentences[i].terms - covered, weights), -i))
             chosen.append(sentences[nxt])
         return chosen
+
+    def _role_lead(self, found: "_Candidates", order: list[int], best: int) -> int:
+        """`best`, or, when its subject is another operator than the one the question names, the best
+        lead-eligible sentence whose subject is that one: someone else's duty does not answer ("we're
+        only a distributor ... what do we have to do?" -> Art. 24(4) "A distributor that considers ...",
+        not Art. 26(8) "Deployers of high-risk AI systems that are public authorities ..."). Without
+        such a sentence `best` stays: whether the law is silent is not judged from subjects (refusing
+        then lost three answerable questions for one unanswerable, docs/RESULTS.md)."""
+        if found.role is None:
+            return best
+        subject = _role_subject(found.sentences[best].text(found.chunks))
+        if subject is None or subject == found.role:
+            return best
+        leads = set(found.leads)
+        own = (i for i in order if i in leads and _role_subject(found.sentences[i].text(found.chunks)) == found.role)
+        return next(own, best)
 
     def _with_list(self, s: _Sentence, chunks: list[Chunk]) -> _Sentence:
         """A lead-in ending in ':' is quoted together with the list items that follow it, each with
@@ -701,6 +722,24 @@ def provision_name(chunk: Chunk, quote: str) -> str:
 def candidate_sentences(chunks: Sequence[Chunk]) -> list[str]:
     """The units the generator may quote from these chunks (ingest embeds them ahead of time)."""
     return [chunk.text[a:b] for chunk in chunks for a, b in quotable_spans(chunk.text)]
+
+
+# The operators a product-safety law assigns duties to, as a question or a sentence names them.
+_ROLES = r"providers?|deployers?|importers?|distributors?|notified bod(?:y|ies)|authori[sz]ed representatives?"
+_ROLE = re.compile(rf"\b({_ROLES})\b", re.I)
+# ... as the subject a sentence opens with ("9. Notified bodies shall ...", "(a) the provider ...").
+_ROLE_SUBJECT = re.compile(rf"^\W*(?:(?:\d{{1,3}}\.|\([a-z0-9]{{1,4}}\))\s+)*(?:the\s+|a\s+|an\s+)?({_ROLES})\b", re.I)
+
+
+def _role(name: str) -> str:
+    """A role's name in the singular, lower case: "Notified bodies" -> "notified body"."""
+    name = " ".join(name.lower().split())
+    return name[:-3] + "y" if name.endswith("ies") else name[:-1] if name.endswith("s") else name
+
+
+def _role_subject(text: str) -> str | None:
+    m = _ROLE_SUBJECT.match(text)
+    return _role(m.group(1)) if m else None
 
 
 _WORD = re.compile(r"[^\W\d_]{3,}")  # a word of three letters or more

@@ -254,6 +254,31 @@ def test_a_drafters_stamp_after_the_last_sentence_is_never_quoted():
     assert not any("11903" in q or "11:32" in q for q in quotes)
 
 
+def test_a_duty_of_another_operator_does_not_lead_when_the_asked_ones_is_quoted():
+    deployers = make_chunk(
+        "Art. 26(8)",
+        "8. Deployers of high-risk AI systems shall inform the distributor and the provider where the "
+        "high-risk AI system does not comply with the requirements.",
+    )
+    distributors = make_chunk(
+        "Art. 24(4)",
+        "4. A distributor that considers that a high-risk AI system does not comply shall take corrective actions.",
+    )
+    texts = [deployers.text, distributors.text]
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts(texts))
+    contexts = [ScoredChunk(deployers, 2.0), ScoredChunk(distributors, 1.0)]
+    answer = generator.generate(
+        "We are a distributor: what must we do when the high-risk AI system does not comply with the requirements?",
+        contexts,
+    )
+    assert answer.citations[0].label == "Art. 24(4)"
+    # no operator named, or the one the best sentence is about: the ranking's choice stands
+    neutral = generator.generate(
+        "What happens when the high-risk AI system does not comply with the requirements?", contexts
+    )
+    assert neutral.citations[0].label == "Art. 26(8)"
+
+
 def test_a_list_item_quoted_with_its_lead_in_is_not_quoted_again():
     text = (
         "(b) Notices required. A seller shall notify each buyer of the following: 1. That a widget audit was done "
