@@ -724,7 +724,8 @@ def candidate_sentences(chunks: Sequence[Chunk]) -> list[str]:
     return [chunk.text[a:b] for chunk in chunks for a, b in quotable_spans(chunk.text)]
 
 
-# The operators a product-safety law assigns duties to, as a question or a sentence names them.
+# The operators the EU AI Act (as product-safety law does) assigns duties to, as a question or a
+# sentence names them; LL144's employers and agencies are named together, so it has none of them.
 _ROLES = r"providers?|deployers?|importers?|distributors?|notified bod(?:y|ies)|authori[sz]ed representatives?"
 _ROLE = re.compile(rf"\b({_ROLES})\b", re.I)
 # ... as the subject a sentence opens with ("9. Notified bodies shall ...", "(a) the provider ...").

@@ -121,6 +121,7 @@ def drop_near_duplicates(results: Sequence[ScoredChunk], threshold: float = 0.9)
 def _same_text(
     a: ScoredChunk, a_words: frozenset[str], b: ScoredChunk, b_words: frozenset[str], threshold: float
 ) -> bool:
+    """Whether two retrieved chunks say the same (see drop_near_duplicates)."""
     if _jaccard(a_words, b_words) >= threshold:
         return True
     if a.chunk.label != b.chunk.label:
