@@ -134,7 +134,7 @@ class _Candidates:
     weights: dict[str, float]  # the question's key terms and their idf
     refusal: str | None = None  # not None: decline, and say this ("" = no reason beyond the refusal)
     # Rows that may lead the answer: for a question asking for a value, those that state it.
-    leads: list[int] = field(default_factory=list)
+    leads: frozenset[int] = frozenset()
     # The key terms of each side of a comparison the question asks for ("importer vs distributor").
     sides: list[dict[str, float]] = field(default_factory=list)
     # The one operator role the question names ("do providers have to ..."), None for none or several.
@@ -284,9 +284,9 @@ class ExtractiveGenerator:
         x = self._features(question, sentences, quoted, weights, cosines, stating)
         if stating:  # a value question is answered by the clause that best states the value about it
             most = max(stating.values())
-            leads = [i for i, s in enumerate(sentences) if stating.get(s, -1.0) >= most]
+            leads = frozenset(i for i, s in enumerate(sentences) if stating.get(s, -1.0) >= most)
         else:
-            leads = list(range(len(sentences)))
+            leads = frozenset(range(len(sentences)))
         sides = self._sides(asking, glossary, stats, chunks[0].collection)
         roles = {_role(m) for m in _ROLE.findall(asking)}
         role = roles.pop() if len(roles) == 1 else None
@@ -441,7 +441,7 @@ class ExtractiveGenerator:
         """The best sentence, then those almost as likely that add key terms the answer lacks."""
         sentences, chunks, weights = found.sentences, found.chunks, found.weights
         order = sorted(range(len(sentences)), key=lambda i: (-scores[i], sentences[i].rank, sentences[i].start))
-        best = next(i for i in order if i in set(found.leads))
+        best = next(i for i in order if i in found.leads)
         best = self._role_lead(found, order, best)
         chosen = [sentences[best]]
 
@@ -486,8 +486,7 @@ class ExtractiveGenerator:
         subject = _role_subject(found.sentences[best].text(found.chunks))
         if subject is None or subject == found.role:
             return best
-        leads = set(found.leads)
-        own = (i for i in order if i in leads and _role_subject(found.sentences[i].text(found.chunks)) == found.role)
+        own = (i for i in order if i in found.leads and _role_subject(found.sentences[i].text(found.chunks)) == found.role)
         return next(own, best)
 
     def _with_list(self, s: _Sentence, chunks: list[Chunk]) -> _Sentence:

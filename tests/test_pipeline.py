@@ -179,7 +179,6 @@ def test_one_provisions_two_copies_cut_at_different_places_are_kept_once():
 
 
 def test_the_halves_of_one_paragraph_and_other_provisions_sharing_words_are_all_kept():
-
     enacted, codified = _copies()
     # the same words under another provision's label are that provision's own rule
     elsewhere = ScoredChunk(replace(codified.chunk, id="other", label="6 RCNY § 5-300"), 1.0)
