@@ -68,8 +68,15 @@ class Corpus(BaseModel):
     # this manifest.
     glossary: str | None = None
 
+    # Questions whose answering provisions are known (core/precedents.py): a JSON Lines file,
+    # relative to this manifest.
+    precedents: str | None = None
+
     def glossary_path(self, manifest_path: Path = MANIFEST_PATH) -> Path | None:
         return None if not self.glossary else manifest_path.parent / self.glossary
+
+    def precedents_path(self, manifest_path: Path = MANIFEST_PATH) -> Path | None:
+        return None if not self.precedents else manifest_path.parent / self.precedents
 
 
 class Manifest(BaseModel):

@@ -81,6 +81,13 @@ class Settings(BaseSettings):
     glossary: bool = True
     glossary_dir: Path | None = None
 
+    # Questions whose answering provisions are known (core/precedents.py): the manifest corpora's own
+    # (bot/precedents) and `<collection>.jsonl` in HYPA_PRECEDENTS_DIR (default: <data dir>/precedents),
+    # e.g. `hypa feedback export --reviewed`. A new question close in meaning to one of them ranks its
+    # provisions higher. false = rank without them.
+    precedents: bool = True
+    precedents_dir: Path | None = None
+
     # Questions longer than this are refused with a clear message instead of being truncated silently.
     max_question_chars: int = Field(default=4000, ge=100)
 
@@ -235,6 +242,10 @@ class Settings(BaseSettings):
     @property
     def glossaries_dir(self) -> Path:
         return self.glossary_dir or self.data_dir / "glossaries"
+
+    @property
+    def own_precedents_dir(self) -> Path:
+        return self.precedents_dir or self.data_dir / "precedents"
 
     @property
     def kg_dir(self) -> Path:

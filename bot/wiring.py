@@ -32,6 +32,7 @@ from core.links import CitationLinks, DocumentLinks, LinkingGenerator
 from core.params import get_config
 from core.pipeline import AnswerPipeline, Generator, ProvisionSearch, QuestionLimits
 from core.places import place_and_language_names
+from core.precedents import Precedent, PrecedentConfig, Precedents, read_precedents
 from core.ranking import FEATURES, BM25Search, FeatureBuilder, ProvisionRanker
 from core.rerank import build_reranker
 from core.rewriter import NoRewriter, OfflineRewriter, QueryRewriter
@@ -163,6 +164,25 @@ def collection_glossaries(settings: Settings) -> dict[str, Glossary]:
     return glossaries
 
 
+def collection_precedents(settings: Settings) -> dict[str, list[Precedent]]:
+    """{collection: precedents}: the manifest corpora's (bot/corpora.toml `precedents`) and those of
+    `<collection>.jsonl` in HYPA_PRECEDENTS_DIR; empty when HYPA_PRECEDENTS=false. A file that cannot
+    be read raises PrecedentError naming it."""
+    from bot.corpus import load_manifest
+
+    if not settings.precedents:
+        return {}
+    found: dict[str, list[Precedent]] = {}
+    for corpus in load_manifest().corpora.values():
+        path = corpus.precedents_path()
+        if path is not None:
+            found.setdefault(corpus.collection, []).extend(read_precedents(path))
+    own = settings.own_precedents_dir
+    for path in sorted(own.glob("*.jsonl")) if own.is_dir() else []:
+        found.setdefault(path.stem, []).extend(read_precedents(path))
+    return found
+
+
 @dataclass
 class Components:
     """Lazily built components; the embedding model loads only when first needed."""
@@ -233,7 +253,23 @@ class Components:
             ranker=ProvisionRanker(self.learned_model("provisions", FEATURES), BM25Search(self.index)),
             features=self.segment_features,
             lexicon=self.lexicon,
+            precedents=self.precedents if self.settings.precedents else None,
         )
+
+    @cached_property
+    def precedent_files(self) -> dict[str, list[Precedent]]:
+        return collection_precedents(self.settings)
+
+    @cached_property
+    def precedents(self) -> PerCollection[Precedents]:
+        """Each collection's precedents, tied to the chunks its segment features rank (same order)."""
+
+        def build(chunks: list[Chunk]) -> Precedents:
+            collection = chunks[0].collection if chunks else ""
+            ranked = self.segment_features(collection).segments.chunks if chunks else []
+            return Precedents(ranked, self.precedent_files.get(collection, []), self.embedder.embed_queries, PrecedentConfig())
+
+        return PerCollection(self.index, build)
 
     def ingest(
         self,
@@ -470,6 +506,8 @@ class Components:
             self.term_stats(name_)
             self.lexicon(name_)
             self.segment_features(name_)
+            if self.settings.precedents:
+                self.precedents(name_)  # embeds the precedents' questions (a second or two per thousand)
             if uses_graph:
                 self.knowledge_graph(name_)  # loads the graph, embeds its entity names (seconds on big corpora)
 

@@ -21,6 +21,7 @@ from core.fusion import reciprocal_rank_fusion
 from core.index import ChunkIndex
 from core.language import LanguageDetector
 from core.lexicon import Lexicon, NormalisedQuestion
+from core.precedents import Precedents
 from core.query import QueryPlan
 from core.ranking import BM25_CANDIDATES, FeatureBuilder, ProvisionRanker
 from core.rerank import NoReranker, Reranker
@@ -74,6 +75,9 @@ class ProvisionSearch:
     ranker: ProvisionRanker
     features: Callable[[str], FeatureBuilder]
     lexicon: Callable[[str], Lexicon]
+    # collection -> its precedents (core/precedents.py), aligned with features(collection)'s chunks;
+    # None: no precedents.
+    precedents: Callable[[str], Precedents] | None = None
 
 
 @dataclass(frozen=True)
@@ -343,8 +347,12 @@ class AnswerPipeline:
     ) -> list[ScoredChunk]:
         assert self.provisions is not None
         pool = max(params.top_k * 3, self.rerank_candidates if self.reranker is not None else 0, 30)
+        prior = None
+        if self.provisions.precedents is not None:
+            precedents = self.provisions.precedents(collection)
+            prior = precedents.config.weight * precedents.votes(query_vector)
         ranked = self.provisions.ranker.rank(
-            plan, collection, self.provisions.features(collection), query_vector, piece_vectors, pool
+            plan, collection, self.provisions.features(collection), query_vector, piece_vectors, pool, prior
         )
         return drop_near_duplicates(ranked)
 

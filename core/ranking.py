@@ -260,10 +260,15 @@ class ProvisionRanker:
         query_vector: np.ndarray,
         piece_vectors: np.ndarray | None,
         limit: int,
+        prior: np.ndarray | None = None,
     ) -> list[ScoredChunk]:
+        """The `limit` best chunks; `prior` (one value per chunk of `features`, e.g. precedents'
+        votes: core/precedents.py) is added to the learned score."""
         bm25_ids = self.bm25.ranked_ids(plan.text, collection, BM25_CANDIDATES)
         x = features.build(plan, query_vector, piece_vectors, bm25_ids)
         scores = self.model.score(x)
+        if prior is not None:
+            scores = scores + prior
         order = np.argsort(-scores, kind="stable")[:limit]
         chunks = features.segments.chunks
         return [ScoredChunk(chunks[i], float(scores[i])) for i in order]

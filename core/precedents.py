@@ -1,0 +1,144 @@
+"""Precedents: questions whose answering provisions are known, used to rank provisions for new ones.
+
+Users of one law ask about the same few dozen rules in ever new words ("can our people-analytics
+team run the audit?", "could our HR analytics folks do the bias audit themselves?"). A question
+whose answering provisions someone has already settled (our own written questions with their
+evidence, or an exchange a reviewer corrected or confirmed: `hypa feedback export --reviewed`) is a
+precedent: when a new question means nearly the same, the provisions that answered it are likely to
+answer this one too. The learned ranking (core/ranking.py) reads words and meaning of one question
+against one provision; a precedent carries what people have already judged.
+
+`Precedents.votes` gives every chunk of a collection the summed similarity of the nearest
+precedents (at most `neighbours`, each at least `min_similarity` close to the question) that it
+answered; the pipeline adds `weight` times that to the ranking score. Only close paraphrases vote,
+so a question unlike any precedent is ranked exactly as without them.
+
+A precedent file is JSON Lines, one question a line, in the eval dataset's format:
+``{"question": ..., "evidence": [verbatim spans]}`` or ``{"question": ..., "gold_provisions":
+[citation labels]}`` (what `hypa feedback export --reviewed` writes). Rows of a conversation
+(`conversation_history` not empty) and rows marked `"answerable": false` are skipped: their words
+alone do not say what they ask.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from core.errors import HypaError
+from core.types import Chunk
+
+
+class PrecedentError(HypaError):
+    """A precedent file that cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Precedent:
+    question: str
+    evidence: tuple[str, ...] = ()  # verbatim spans of the provisions that answer it
+    provisions: tuple[str, ...] = ()  # or their citation labels
+
+
+@dataclass(frozen=True)
+class PrecedentConfig:
+    # Chosen on questions the precedents do not hold (docs/RESULTS.md, tenth update): close
+    # paraphrases only; lower thresholds let questions about a neighbouring rule vote as well.
+    weight: float = 2.0
+    neighbours: int = 10
+    min_similarity: float = 0.7
+
+
+def read_precedents(path: Path) -> list[Precedent]:
+    """The precedents of a JSON Lines file (see the module docstring)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PrecedentError(f"cannot read precedents {path}: {exc}") from exc
+    out: list[Precedent] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise PrecedentError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+        if not isinstance(row, dict) or not isinstance(row.get("question"), str) or not row["question"].strip():
+            raise PrecedentError(f"{path}:{number}: a precedent needs a \"question\" (text)")
+        if row.get("conversation_history") or row.get("answerable") is False:
+            continue
+        evidence = _strings(row.get("evidence"), path, number, "evidence")
+        provisions = _strings(row.get("gold_provisions"), path, number, "gold_provisions")
+        if not evidence and not provisions:
+            raise PrecedentError(f"{path}:{number}: a precedent needs \"evidence\" spans or \"gold_provisions\" labels")
+        out.append(Precedent(row["question"].strip(), evidence, provisions))
+    return out
+
+
+def _strings(value: object, path: Path, number: int, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PrecedentError(f"{path}:{number}: \"{name}\" must be a list of texts")
+    return tuple(v for v in value if v.strip())
+
+
+_NOT_FOLDED = re.compile(r"[^a-z0-9]")
+
+
+def _fold(text: str) -> str:
+    """Lower-case letters and digits only: PDF line breaks, hyphens and quote styles do not matter."""
+    return _NOT_FOLDED.sub("", text.lower().replace("ﬁ", "fi").replace("ﬂ", "fl"))
+
+
+class Precedents:
+    """A collection's precedents, each tied to the chunks that answer it."""
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        precedents: Sequence[Precedent],
+        embed_queries: Callable[[list[str]], np.ndarray],
+        config: PrecedentConfig = PrecedentConfig(),
+    ) -> None:
+        """`embed_queries`: the model that embeds questions (the pipeline's), L2-normalised rows."""
+        self.config = config
+        folded = [_fold(c.text) for c in chunks]
+        by_label: dict[str, list[int]] = {}
+        for i, chunk in enumerate(chunks):
+            by_label.setdefault(chunk.label, []).append(i)
+        questions: list[str] = []
+        self._answered_by: list[np.ndarray] = []
+        for p in precedents:
+            rows = {i for span in map(_fold, p.evidence) if span for i, text in enumerate(folded) if span in text}
+            rows |= {i for label in p.provisions for i in by_label.get(label, ())}
+            if rows:  # a precedent whose provisions this collection does not hold says nothing here
+                questions.append(p.question)
+                self._answered_by.append(np.array(sorted(rows), dtype=np.int64))
+        self.size = len(chunks)
+        self.unresolved = len(precedents) - len(questions)
+        self._vectors = (
+            np.asarray(embed_queries(questions), dtype=np.float32) if questions else np.zeros((0, 0), dtype=np.float32)
+        )
+
+    def __len__(self) -> int:
+        return len(self._answered_by)
+
+    def votes(self, query_vector: np.ndarray) -> np.ndarray:
+        """Per chunk: the similarity of each of the nearest precedents it answered, shared among the
+        chunks that answered that precedent, summed. Zero everywhere when no precedent is close."""
+        out = np.zeros(self.size, dtype=np.float32)
+        if not len(self):
+            return out
+        similarity = self._vectors @ np.asarray(query_vector, dtype=np.float32)
+        nearest = np.argsort(-similarity, kind="stable")[: self.config.neighbours]
+        for j in nearest:
+            if similarity[j] < self.config.min_similarity:
+                break
+            rows = self._answered_by[j]
+            out[rows] += float(similarity[j]) / len(rows)
+        return out
