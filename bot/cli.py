@@ -19,6 +19,7 @@ from bot.cli_classifier import classifier_app
 from bot.cli_feedback import feedback_app
 from bot.cli_glossary import glossary_app
 from bot.cli_kg import kg_app
+from bot.cli_precedents import precedents_app
 from bot.cli_ranker import ranker_app
 from bot.cli_serve import serve_app
 from bot.settings import Settings
@@ -40,6 +41,7 @@ app.add_typer(classifier_app, name="classifier")
 app.add_typer(kg_app, name="kg")
 app.add_typer(ranker_app, name="ranker")
 app.add_typer(glossary_app, name="glossary")
+app.add_typer(precedents_app, name="precedents")
 app.add_typer(serve_app, name="serve")
 app.add_typer(feedback_app, name="feedback")
 

@@ -37,6 +37,7 @@ def setup_error_types() -> tuple[type[BaseException], ...]:
         ConfigError,
         GlossaryError,
         ModelWeightsError,
+        PrecedentError,
         RerankerUnavailable,
         TokenStatesError,
     )
@@ -44,7 +45,7 @@ def setup_error_types() -> tuple[type[BaseException], ...]:
 
     return (
         ConfigError, ClassifierArtifactError, TokenStatesError, RerankerUnavailable, EmbeddingModelNotFound,
-        ModelWeightsError, GlossaryError,
+        ModelWeightsError, GlossaryError, PrecedentError,
     )
 
 

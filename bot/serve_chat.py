@@ -131,14 +131,14 @@ def build_server(
 def warm_up(components: Components) -> None:
     """Every served collection is in the index (else a ServeSetupError naming the command that builds
     it); then the index, models and term statistics load now, not while the first person waits."""
-    from core.errors import GlossaryError
+    from core.errors import GlossaryError, PrecedentError
 
     problem = components.missing_collections_problem()
     if problem:
         raise ServeSetupError(problem)
     try:
         components.warm_up()
-    except GlossaryError as exc:  # an operator's glossary file (HYPA_GLOSSARY_DIR) to fix
+    except (GlossaryError, PrecedentError) as exc:  # an operator's file (HYPA_GLOSSARY_DIR, HYPA_PRECEDENTS_DIR) to fix
         raise ServeSetupError(str(exc)) from None
 
 

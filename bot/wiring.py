@@ -166,20 +166,20 @@ def collection_glossaries(settings: Settings) -> dict[str, Glossary]:
 
 def collection_precedents(settings: Settings) -> dict[str, list[Precedent]]:
     """{collection: precedents}: the manifest corpora's (bot/corpora.toml `precedents`) and those of
-    `<collection>.jsonl` in HYPA_PRECEDENTS_DIR; empty when HYPA_PRECEDENTS=false. A file that cannot
-    be read raises PrecedentError naming it."""
+    the `*.jsonl` files in HYPA_PRECEDENTS_DIR, each for the collection its file is named after unless
+    the row names its own (`hypa feedback export --reviewed` writes every collection's in one file);
+    empty when HYPA_PRECEDENTS=false. A file that cannot be read raises PrecedentError naming it."""
     from bot.corpus import load_manifest
 
     if not settings.precedents:
         return {}
     found: dict[str, list[Precedent]] = {}
-    for corpus in load_manifest().corpora.values():
-        path = corpus.precedents_path()
-        if path is not None:
-            found.setdefault(corpus.collection, []).extend(read_precedents(path))
+    files = [(corpus.collection, corpus.precedents_path()) for corpus in load_manifest().corpora.values()]
     own = settings.own_precedents_dir
-    for path in sorted(own.glob("*.jsonl")) if own.is_dir() else []:
-        found.setdefault(path.stem, []).extend(read_precedents(path))
+    files += [(path.stem, path) for path in (sorted(own.glob("*.jsonl")) if own.is_dir() else [])]
+    for collection, path in files:
+        for precedent in read_precedents(path) if path is not None else []:
+            found.setdefault(precedent.collection or collection, []).append(precedent)
     return found
 
 
@@ -428,6 +428,8 @@ class Components:
                 # for the abbreviations the law never writes ("GPAI"); per collection version, as
                 # the term statistics are
                 lexicon=self.lexicon,
+                # precedents the law does not answer (core/precedents.py)
+                unanswered=self.precedents if self.settings.precedents else None,
             ),
             self.citation_links,
         )

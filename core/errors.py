@@ -178,6 +178,10 @@ class GlossaryError(HypaError, ValueError):
     """A collection's glossary file cannot be read or is not of the expected shape."""
 
 
+class PrecedentError(HypaError, ValueError):
+    """A precedent file cannot be read or a row is not of the expected shape; names the file and line."""
+
+
 class DatasetError(HypaError, ValueError):
     """The dataset file is malformed; the message names the file and the 1-based line number."""
 

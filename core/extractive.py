@@ -112,6 +112,12 @@ class SentenceVectors(Protocol):
         """One L2-normalised embedding per text (storage/sentence_vectors.py)."""
 
 
+class UnansweredQuestions(Protocol):
+    def declined(self, query_vector: np.ndarray) -> tuple[str, float] | None:
+        """The question the law was found not to answer that this one means nearly the same as, and
+        how close it is; None for none (core/precedents.py)."""
+
+
 @dataclass(frozen=True)
 class _Sentence:
     rank: int  # the provision's place among the quoted ones
@@ -173,6 +179,7 @@ class ExtractiveGenerator:
         model: LinearModel | None = None,
         glossary: Callable[[str], Glossary] = lambda collection: Glossary(),
         lexicon: Callable[[str], Lexicon] | None = None,
+        unanswered: Callable[[str], UnansweredQuestions] | None = None,
     ) -> None:
         # term_stats(collection) -> statistics of that collection (cached by the caller).
         self._term_stats = term_stats
@@ -183,6 +190,9 @@ class ExtractiveGenerator:
         # lexicon(collection) -> its lexicon (core/lexicon.py): an abbreviation the law never writes
         # ("GPAI") is bound to a value by the long form the law does write ("general-purpose AI").
         self._lexicon = lexicon
+        # unanswered(collection) -> the questions it was found not to answer (precedents): one that
+        # means nearly the same as the question is declined, like a glossary's [silent] topic.
+        self._unanswered = unanswered
         self.config = config
         self._sentence_vectors = sentence_vectors
         self.model = model or LinearModel.of(SENTENCE_FEATURES, HAND_WEIGHTS)
@@ -247,6 +257,10 @@ class ExtractiveGenerator:
         topics = glossary.silent_on(asked_text(asking), retrieved)
         if topics:
             return _Candidates.declined(f"They do not mention {_joined(topics)}.")
+        if self._unanswered is not None and query_vector is not None:
+            like = self._unanswered(chunks[0].collection).declined(query_vector)
+            if like is not None:
+                return _Candidates.declined(f"They were found not to answer a question like it: “{like[0]}”")
         for term in defined_term_asked(question):
             if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
                 return _Candidates.declined("They define no such term.")

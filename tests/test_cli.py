@@ -318,6 +318,23 @@ def test_a_question_in_german_without_a_key_asks_for_english(built):
     assert record["contexts"] == []
 
 
+def test_precedents_show_counts_them_and_lists_a_questions_nearest(built, tmp_path: Path):
+    """`hypa precedents show`: the shipped LL144 precedents, the nearest to one of their own questions
+    (which votes for the provisions that answered it), a broken own file named by line."""
+    shipped = json.loads((ROOT / "bot" / "precedents" / "ll144.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    listing = CliRunner().invoke(app, ["precedents", "show", "ll144"], env=built)
+    assert listing.exit_code == 0, listing.output
+    assert "precedents tied to its provisions" in listing.output and "similarity >= 0.7" in listing.output
+    near = CliRunner().invoke(app, ["precedents", "show", "ll144", shipped["question"], "-n", "2"], env=built)
+    assert near.exit_code == 0, near.output
+    assert "1.000 votes: " + shipped["question"][:40] in near.output and "-> Admin. Code § 20-871(b)" in near.output
+    (tmp_path / "ll144.jsonl").write_text('{"question": "Who audits?"}\n', encoding="utf-8")
+    broken = CliRunner().invoke(app, ["precedents", "show", "ll144"], env={**built, "HYPA_PRECEDENTS_DIR": str(tmp_path)})
+    assert broken.exit_code == 1 and "ll144.jsonl:1" in broken.output and "gold_provisions" in broken.output
+    off = CliRunner().invoke(app, ["precedents", "show", "ll144"], env={**built, "HYPA_PRECEDENTS": "false"})
+    assert off.exit_code == 0 and "switched off" in off.output
+
+
 def test_glossary_show_lists_entries_and_reads_a_question(built, tmp_path: Path):
     """`hypa glossary show`: the shipped LL144 glossary, a question read with it, a broken own file."""
     listing = CliRunner().invoke(app, ["glossary", "show", "ll144"], env=built)

@@ -68,6 +68,7 @@ from core.linear import LinearModel  # noqa: E402
 from core.termstats import TermStats  # noqa: E402
 from core.types import ScoredChunk  # noqa: E402
 from hypa_testkit.toy import make_chunk  # noqa: E402
+from storage.embedder import HashingEmbedder  # noqa: E402
 
 # No word-overlap support test: the value binding alone decides whether a value is stated.
 BINDING_ONLY = ExtractiveConfig(min_support=0.0)
@@ -503,3 +504,20 @@ def test_a_comparison_is_answered_about_both_sides():
     assert _speaks_of("Importers shall keep records.", frozenset({"importer", "keep", "record"}), {"importer": 1.0})
     # not a comparison: the lead alone
     assert "‘importer’ means" not in lead_only.generate("What is a distributor?", contexts).text
+
+
+def test_a_question_like_one_the_law_was_found_not_to_answer_is_declined_with_it():
+    """Precedents the law does not answer (core/precedents.py): the nearest provision quoted back would
+    read as an answer to "do sellers need insurance?"; a question unlike it is answered as before."""
+    from core.precedents import Precedent, Precedents
+
+    embed = HashingEmbedder(dim=256).embed_queries
+    precedents = Precedents([], [Precedent("do sellers need liability insurance for widgets", answerable=False)], embed)
+    stats = TermStats.from_texts(sc.chunk.text for sc in scored())
+    generator = ExtractiveGenerator(lambda c: stats, unanswered=lambda collection: precedents)
+    like = "Do sellers need liability insurance for their widgets?"
+    declined = generator.generate(like, scored(), query_vector=embed([like])[0])
+    assert declined.refused
+    assert "They were found not to answer a question like it: “do sellers need liability insurance for widgets”" in declined.text
+    other = "How many business days before selling must a seller notify buyers?"
+    assert not generator.generate(other, scored(), query_vector=embed([other])[0]).refused

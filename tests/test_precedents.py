@@ -11,8 +11,9 @@ import pytest
 from bot.corpus import load_manifest
 from bot.settings import Settings
 from bot.wiring import collection_precedents
+from core.errors import PrecedentError
 from core.linear import LinearModel
-from core.precedents import Precedent, PrecedentConfig, PrecedentError, Precedents, read_precedents
+from core.precedents import Precedent, PrecedentConfig, Precedents, read_precedents
 from core.query import QueryPlan
 from core.ranking import FEATURES, FeatureBuilder, ProvisionRanker
 from core.segments import SegmentIndex
@@ -32,7 +33,7 @@ def _write(path: Path, rows: list) -> Path:
     return path
 
 
-def test_rows_with_evidence_or_provisions_are_read_and_conversations_and_unanswerable_ones_skipped(tmp_path):
+def test_rows_with_evidence_provisions_or_none_answering_are_read_and_conversations_skipped(tmp_path):
     path = _write(tmp_path / "p.jsonl", [
         {"question": "How early must buyers hear about a sale?", "evidence": ["ten business days before a sale"]},
         {"question": "What is the top fine?", "gold_provisions": ["Toy Act Art. 3"], "answerable": True},
@@ -43,6 +44,7 @@ def test_rows_with_evidence_or_provisions_are_read_and_conversations_and_unanswe
     assert read_precedents(path) == [
         Precedent("How early must buyers hear about a sale?", ("ten business days before a sale",)),
         Precedent("What is the top fine?", (), ("Toy Act Art. 3",)),
+        Precedent("Is there a licence fee?", answerable=False),
     ]
 
 
@@ -87,6 +89,20 @@ def test_only_the_nearest_neighbours_vote_and_a_precedent_shares_its_vote_among_
     assert shared[0] == shared[2] == pytest.approx(0.5, abs=1e-5) and shared[1] == 0
 
 
+def test_a_question_nearest_to_one_the_law_does_not_answer_is_declined():
+    precedents = Precedents(CHUNKS, [
+        Precedent("how far ahead do sellers have to notify buyers", ("ten business days",)),
+        Precedent("do sellers need liability insurance for widgets", answerable=False),
+    ], EMBED, PrecedentConfig(min_decline_similarity=0.75))
+    assert len(precedents) == 1 and precedents.unanswered == ["do sellers need liability insurance for widgets"]
+    declined = precedents.declined(EMBED(["do sellers need liability insurance for their widgets?"])[0])
+    assert declined is not None and declined[0] == "do sellers need liability insurance for widgets" and declined[1] >= 0.75
+    assert precedents.declined(EMBED(["how far ahead do sellers have to notify buyers?"])[0]) is None  # an answered one is nearer
+    assert precedents.declined(EMBED(["insurance"])[0]) is None  # not close enough
+    # an unanswered precedent neither votes nor needs provisions
+    assert not precedents.votes(EMBED(["do sellers need liability insurance for widgets"])[0]).any()
+
+
 def test_no_precedents_no_votes():
     assert not Precedents(CHUNKS, [], EMBED).votes(EMBED(["anything"])[0]).any()
 
@@ -115,7 +131,9 @@ def test_the_shipped_precedents_load_for_their_corpora():
         path = corpus.precedents_path()
         assert path is not None and path.is_file(), corpus.collection
         rows = read_precedents(path)
-        assert len(rows) >= 100 and all(p.evidence for p in rows)
+        answered = [p for p in rows if p.answerable]
+        assert len(answered) >= 100 and all(p.evidence for p in answered)
+        assert any(not p.answerable and not p.evidence for p in rows)
 
 
 def test_own_files_add_to_the_manifests_and_can_be_switched_off(tmp_path):
@@ -123,9 +141,15 @@ def test_own_files_add_to_the_manifests_and_can_be_switched_off(tmp_path):
     own.mkdir()
     _write(own / "ll144.jsonl", [{"question": "Who audits the tool?", "gold_provisions": ["6 RCNY § 5-300"]}])
     _write(own / "toy.jsonl", [{"question": "What is a widget?", "evidence": ["a small device"]}])
+    # an export of reviewed exchanges: each row names its collection
+    _write(own / "reviewed.jsonl", [
+        {"question": "What is a gadget?", "gold_provisions": ["Toy Act Art. 1"], "collection": "toy"},
+        {"question": "Who fines?", "gold_provisions": ["Admin. Code § 20-872(a)"], "collection": "ll144"},
+    ])
     found = collection_precedents(Settings(data_dir=tmp_path))
     shipped = len(read_precedents(load_manifest().get("ll144").precedents_path()))  # type: ignore[arg-type]
-    assert len(found["ll144"]) == shipped + 1 and found["toy"] == [Precedent("What is a widget?", ("a small device",))]
+    assert len(found["ll144"]) == shipped + 2 and "reviewed" not in found
+    assert [p.question for p in found["toy"]] == ["What is a gadget?", "What is a widget?"]
     assert collection_precedents(Settings(data_dir=tmp_path, precedents=False)) == {}
     _write(own / "toy.jsonl", ["{broken"])
     with pytest.raises(PrecedentError, match="toy.jsonl:1"):
