@@ -8,6 +8,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
+import numpy as np
+
 from bot.configs import (
     answer_config,
     classifier_config,
@@ -267,7 +269,15 @@ class Components:
         def build(chunks: list[Chunk]) -> Precedents:
             collection = chunks[0].collection if chunks else ""
             ranked = self.segment_features(collection).segments.chunks if chunks else []
-            return Precedents(ranked, self.precedent_files.get(collection, []), self.embedder.embed_queries, PrecedentConfig())
+            lexicon = self.lexicon(collection) if chunks else None
+
+            def embed(questions: list[str]) -> np.ndarray:
+                # as the pipeline embeds a question: read with the collection's spelling, abbreviations
+                # and glossary, so a precedent asked again word for word is at cosine 1
+                searched = [lexicon.normalise(q).text for q in questions] if lexicon is not None else questions
+                return self.embedder.embed_queries(searched)
+
+            return Precedents(ranked, self.precedent_files.get(collection, []), embed, PrecedentConfig())
 
         return PerCollection(self.index, build)
 

@@ -117,7 +117,7 @@ class Precedents:
         embed_queries: Callable[[list[str]], np.ndarray],
         config: PrecedentConfig = PrecedentConfig(),
     ) -> None:
-        """`embed_queries`: the model that embeds questions (the pipeline's), L2-normalised rows."""
+        """`embed_queries`: embeds questions as the pipeline embeds a new one (L2-normalised rows)."""
         self.config = config
         folded = [_fold(c.text) for c in chunks]
         by_label: dict[str, list[int]] = {}
