@@ -25,6 +25,7 @@ HypaError
 ├── InvalidDocumentId (ValueError) ··········· an explicit document id hypa cannot use
 ├── LinkPatternError (ValueError) ············ a source URL pattern hypa cannot use (ingest --source-url)
 ├── GlossaryError (ValueError) ··············· a collection's glossary file hypa cannot read (names it)
+├── PrecedentError (ValueError) ·············· a precedent file hypa cannot read (names file and line)
 ├── DatasetError (ValueError) ················ a malformed evaluation dataset (file and line)
 ├── ConfigError (ValueError) ················· bot/retrieval_configs.toml missing or invalid
 ├── ModelWeightsError (ValueError) ··········· the learned ranker's weights file is unusable
