@@ -273,9 +273,12 @@ class Components:
 
             def embed(questions: list[str]) -> np.ndarray:
                 # as the pipeline embeds a question: read with the collection's spelling, abbreviations
-                # and glossary, so a precedent asked again word for word is at cosine 1
+                # and glossary, so a precedent asked again word for word is at cosine 1. Kept in the
+                # sentence-vector store (the embedder encodes questions and passages alike), so a
+                # restart reads them from disk instead of embedding them again.
                 searched = [lexicon.normalise(q).text for q in questions] if lexicon is not None else questions
-                return self.embedder.embed_queries(searched)
+                self.sentence_vectors.add(searched)
+                return self.sentence_vectors.get(searched)
 
             return Precedents(ranked, self.precedent_files.get(collection, []), embed, PrecedentConfig())
 
