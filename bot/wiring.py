@@ -522,7 +522,7 @@ class Components:
             self.lexicon(name_)
             self.segment_features(name_)
             if self.settings.precedents:
-                self.precedents(name_)  # embeds the precedents' questions (a second or two per thousand)
+                self.precedents(name_)  # ties them to chunks; their vectors are embedded once, then read from disk
             if uses_graph:
                 self.knowledge_graph(name_)  # loads the graph, embeds its entity names (seconds on big corpora)
 

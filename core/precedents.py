@@ -24,7 +24,8 @@ A precedent file is JSON Lines, one question a line, in the eval dataset's forma
 "answerable": false}`` for a question the law does not answer. A row's `collection`, when it has
 one, says which collection it is a precedent for (an export of reviewed exchanges holds every
 collection's). Rows of a conversation (`conversation_history` not empty) are skipped: their words
-alone do not say what they ask.
+alone do not say what they ask; so are rows whose evidence and provisions are both empty (a reviewed
+exchange that names no provision).
 """
 from __future__ import annotations
 
@@ -83,10 +84,12 @@ def read_precedents(path: Path) -> list[Precedent]:
         if row.get("answerable") is False:
             out.append(Precedent(row["question"].strip(), collection=collection, answerable=False))
             continue
+        if "evidence" not in row and "gold_provisions" not in row:
+            raise PrecedentError(f"{path}:{number}: a precedent needs \"evidence\" spans or \"gold_provisions\" labels")
         evidence = _strings(row.get("evidence"), path, number, "evidence")
         provisions = _strings(row.get("gold_provisions"), path, number, "gold_provisions")
-        if not evidence and not provisions:
-            raise PrecedentError(f"{path}:{number}: a precedent needs \"evidence\" spans or \"gold_provisions\" labels")
+        if not evidence and not provisions:  # e.g. a reviewed exchange with no provision: nothing to vote for
+            continue
         out.append(Precedent(row["question"].strip(), evidence, provisions, collection))
     return out
 

@@ -39,6 +39,7 @@ def test_rows_with_evidence_provisions_or_none_answering_are_read_and_conversati
         {"question": "What is the top fine?", "gold_provisions": ["Toy Act Art. 3"], "answerable": True},
         {"question": "and for a second one?", "evidence": ["x"], "conversation_history": [{"role": "user", "content": "fines?"}]},
         {"question": "Is there a licence fee?", "evidence": [], "answerable": False},
+        {"question": "Who enforces it?", "gold_provisions": [], "metadata": {"review": "corrected"}},  # names none
         "",
     ])
     assert read_precedents(path) == [
