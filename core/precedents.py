@@ -21,7 +21,8 @@ insurance for providers", "an auditor's licence") is one the offline answer decl
 A precedent file is JSON Lines, one question a line, in the eval dataset's format:
 ``{"question": ..., "evidence": [verbatim spans]}`` or ``{"question": ..., "gold_provisions":
 [citation labels]}`` (what `hypa feedback export --reviewed` writes), or ``{"question": ...,
-"answerable": false}`` for a question the law does not answer. A row's `collection`, when it has
+"answerable": false}`` for a question the law does not answer (a refusal a reviewer confirmed is
+one too: `"refused": true, "review_state": "fine"` in the export). A row's `collection`, when it has
 one, says which collection it is a precedent for (an export of reviewed exchanges holds every
 collection's). Rows of a conversation (`conversation_history` not empty) are skipped: their words
 alone do not say what they ask; so are rows whose evidence and provisions are both empty (a reviewed
@@ -81,7 +82,9 @@ def read_precedents(path: Path) -> list[Precedent]:
         if row.get("conversation_history"):
             continue
         collection = row["collection"] if isinstance(row.get("collection"), str) else ""
-        if row.get("answerable") is False:
+        # a question the law does not answer: said so, or a refusal a reviewer confirmed (an export
+        # of reviewed exchanges: review_state "fine", refused true)
+        if row.get("answerable") is False or (row.get("refused") is True and row.get("review_state") == "fine"):
             out.append(Precedent(row["question"].strip(), collection=collection, answerable=False))
             continue
         if "evidence" not in row and "gold_provisions" not in row:

@@ -39,13 +39,16 @@ def test_rows_with_evidence_provisions_or_none_answering_are_read_and_conversati
         {"question": "What is the top fine?", "gold_provisions": ["Toy Act Art. 3"], "answerable": True},
         {"question": "and for a second one?", "evidence": ["x"], "conversation_history": [{"role": "user", "content": "fines?"}]},
         {"question": "Is there a licence fee?", "evidence": [], "answerable": False},
-        {"question": "Who enforces it?", "gold_provisions": [], "metadata": {"review": "corrected"}},  # names none
+        {"question": "Who enforces it?", "gold_provisions": [], "review_state": "corrected"},  # names none
+        # a refusal a reviewer confirmed (hypa feedback export --reviewed)
+        {"question": "Is there a registration fee?", "gold_provisions": [], "refused": True, "review_state": "fine"},
         "",
     ])
     assert read_precedents(path) == [
         Precedent("How early must buyers hear about a sale?", ("ten business days before a sale",)),
         Precedent("What is the top fine?", (), ("Toy Act Art. 3",)),
         Precedent("Is there a licence fee?", answerable=False),
+        Precedent("Is there a registration fee?", answerable=False),
     ]
 
 
