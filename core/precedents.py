@@ -31,7 +31,6 @@ exchange that names no provision).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -39,6 +38,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from core.errors import PrecedentError
+from core.eval.user_style import fold  # evidence is matched as the scorer matches it
 from core.types import Chunk
 
 
@@ -105,14 +105,6 @@ def _strings(value: object, path: Path, number: int, name: str) -> tuple[str, ..
     return tuple(v for v in value if v.strip())
 
 
-_NOT_FOLDED = re.compile(r"[^a-z0-9]")
-
-
-def _fold(text: str) -> str:
-    """Lower-case letters and digits only: PDF line breaks, hyphens and quote styles do not matter."""
-    return _NOT_FOLDED.sub("", text.lower().replace("ﬁ", "fi").replace("ﬂ", "fl"))
-
-
 class Precedents:
     """A collection's precedents, each tied to the chunks that answer it."""
 
@@ -125,7 +117,7 @@ class Precedents:
     ) -> None:
         """`embed_queries`: embeds questions as the pipeline embeds a new one (L2-normalised rows)."""
         self.config = config
-        folded = [_fold(c.text) for c in chunks]
+        folded = [fold(c.text) for c in chunks]
         by_label: dict[str, list[int]] = {}
         for i, chunk in enumerate(chunks):
             by_label.setdefault(chunk.label, []).append(i)
@@ -136,7 +128,7 @@ class Precedents:
         for p in precedents:
             if not p.answerable:
                 continue
-            rows = {i for span in map(_fold, p.evidence) if span for i, text in enumerate(folded) if span in text}
+            rows = {i for span in map(fold, p.evidence) if span for i, text in enumerate(folded) if span in text}
             rows |= {i for label in p.provisions for i in by_label.get(label, ())}
             if rows:  # a precedent whose provisions this collection does not hold says nothing here
                 self.questions.append(p.question)
