@@ -12,7 +12,8 @@ if so, how to read it without an LLM:
   is searched together with the earlier question.
 * A question that names its own subject is not a follow-up, even in a thread and even when short
   ("Who enforces the law?"), and neither is one that says it changes the subject ("Different
-  question - ...").
+  question - ...") or one that names enough of its own to be about that, pronouns and all, unless
+  it says it goes on ("... though", "is it still ...").
 
 The full query rewriter (LLM and offline) builds on it.
 """
@@ -44,6 +45,28 @@ _TOPIC_SWITCH = re.compile(
 # Questions this short are rarely self-contained ("What is the objective?") unless they name two things.
 _SHORT_QUESTION_WORDS = 6
 _MIN_OWN_TERMS = 2
+# A question naming this many key terms of its own is about what it names even when it says "it" or
+# "that" ("Does an employer have to keep the audit summary on its website after it stops using the
+# tool?"): read as a follow-up, a new question in a thread was searched with the one before it and
+# answered about that one. Below it, a pronoun leans on the thread ("Once it's done, do we have to
+# send it to anyone?"). Chosen on our sets' questions asked second in a thread (docs/RESULTS.md).
+_SELF_CONTAINED_TERMS = 7
+# ... unless it says it goes on from the thread ("we're a 40-person startup though. is it still
+# 'whichever is higher' for us?", "Great. Do we need ...").
+_CONTINUING_WORDS = {"still", "though", "too", "also", "then", "either", "instead", "again", "anyway", "yet"}
+# "that" opening a clause ("disclose *that* they are AI") and "they" after the plural it stands for
+# ("must chatbots disclose that *they* are AI?") point inside the question, not back into the thread.
+_CLAUSE_SUBJECTS = {
+    "they", "it", "we", "you", "i", "he", "she", "the", "a", "an", "our", "their", "its", "this", "there",
+    "these", "those", "every", "each", "all", "any", "no", "some",
+}
+_PLURAL_PRONOUNS = {"they", "them", "their"}
+# ... but after these "that" is the thing asked about ("Is *that* a one-off exercise?").
+_ASKING_VERBS = {
+    "is", "was", "are", "were", "does", "did", "do", "will", "would", "can", "could", "should", "has", "have",
+    "and", "about", "of", "with", "for", "like",
+}
+_CONTINUING_OPENING = re.compile(r"^(?:ok|okay|got it|great|thanks|ugh|right|cool|sure|hmm|nice)\b", re.IGNORECASE)
 # "what about X", "how about X", "and for X", "same for X", "and X?": X asked in place of something.
 _IN_PLACE_OF = re.compile(
     r"^(?:(?:ok|okay|so|and|but)[,\s]+)*(?:what|how)\s+about\s+(?P<a>[^?.;:,—–]+)"
@@ -64,10 +87,30 @@ def is_follow_up(question: str) -> bool:
         return False
     if q.lower().startswith(_CONTINUATIONS):
         return True
-    if any(w in _ANAPHORA for w in words):
-        return True
     own_terms = set(content_terms(q)) - QUESTION_FRAMING
+    if _points_back(words):
+        continuing = bool(_CONTINUING_WORDS.intersection(words)) or _CONTINUING_OPENING.match(q) is not None
+        return len(own_terms) < _SELF_CONTAINED_TERMS or continuing
     return len(words) <= _SHORT_QUESTION_WORDS and len(own_terms) < _MIN_OWN_TERMS
+
+
+def _points_back(words: list[str]) -> bool:
+    """Whether a word of the question (lowercased) refers to something outside it."""
+    for i, word in enumerate(words):
+        if word not in _ANAPHORA:
+            continue
+        following = words[i + 1] if i + 1 < len(words) else ""
+        preceding = words[i - 1] if i > 0 else ""
+        if word == "that" and following in _CLAUSE_SUBJECTS and preceding not in _ASKING_VERBS:
+            continue
+        if word in _PLURAL_PRONOUNS and any(_plural_noun(w) for w in words[:i]):
+            continue
+        return True
+    return False
+
+
+def _plural_noun(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith("ss") and bool(content_terms(word))
 
 
 def standalone_query(question: str, history: Sequence[Turn], embed: Embed | None = None) -> str:

@@ -118,6 +118,25 @@ def test_a_short_question_that_names_its_own_subject_is_not_a_follow_up():
     assert is_follow_up("even a state-run testing institute?")
 
 
+def test_a_new_question_in_a_thread_is_not_glued_to_the_one_before_it():
+    # Pronouns that point inside the question, or a question naming enough of its own, stand alone:
+    # glued to the earlier question, they were searched and answered as that one.
+    history = [Turn("user", "Is social scoring of people banned?")]
+    for q in (
+        "must chatbots disclose that they are AI?",
+        "Does an employer have to keep the audit summary on its website after it stops using the tool?",
+    ):
+        assert not is_follow_up(q)
+        assert standalone_query(q, history) == q
+    # ... while a pronoun that leans on the thread, a demonstrative asked about, or a word saying the
+    # thread goes on keep the earlier question.
+    assert is_follow_up("Once it's done, do we have to send it to anyone?")
+    assert is_follow_up("Is that a one-off exercise before launch or an ongoing thing?")
+    assert is_follow_up("we're a 40-person startup though. is it still 'whichever is higher' for us?")
+    assert is_follow_up("Great. Do we need a notified body for the conformity assessment or can we do it ourselves?")
+    assert standalone_query("Once it's done, do we have to send it to anyone?", history).startswith(history[0].content)
+
+
 def test_a_follow_up_asking_the_same_of_someone_else_is_read_in_place():
     from storage.embedder import HashingEmbedder
 
