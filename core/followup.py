@@ -62,7 +62,7 @@ _CLAUSE_SUBJECTS = {
 }
 _PLURAL_PRONOUNS = {"they", "them", "their"}
 # ... but after these "that" is the thing asked about ("Is *that* a one-off exercise?").
-_ASKING_VERBS = {
+_THAT_ASKED_AFTER = {
     "is", "was", "are", "were", "does", "did", "do", "will", "would", "can", "could", "should", "has", "have",
     "and", "about", "of", "with", "for", "like",
 }
@@ -101,7 +101,7 @@ def _points_back(words: list[str]) -> bool:
             continue
         following = words[i + 1] if i + 1 < len(words) else ""
         preceding = words[i - 1] if i > 0 else ""
-        if word == "that" and following in _CLAUSE_SUBJECTS and preceding not in _ASKING_VERBS:
+        if word == "that" and following in _CLAUSE_SUBJECTS and preceding not in _THAT_ASKED_AFTER:
             continue
         if word in _PLURAL_PRONOUNS and any(_plural_noun(w) for w in words[:i]):
             continue
