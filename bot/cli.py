@@ -566,14 +566,20 @@ def ask(
     alpha: Optional[float] = typer.Option(None, "--alpha", min=0.0, max=1.0, help="0 = BM25 only, 1 = vectors only."),
     config: Optional[str] = typer.Option(None, "--config", help=CONFIG_HELP),
 ) -> None:
-    """Answer one question with cited provisions."""
+    """Answer one question with cited provisions (exit status 2 when the message is no question:
+    empty, too long, no words)."""
+    from core.pipeline import INVALID_QUESTION
+
     settings = _settings()
     if fusion not in (None, "rankedFusion", "relativeScoreFusion"):
         _fail("--fusion must be rankedFusion or relativeScoreFusion")
     components = _components(settings, top_k=top_k, fusion=fusion, alpha=alpha, config=_checked_config(config))
     collection = collection or settings.collection
     _check_collection(components, collection)
-    _print_result(components.pipeline.answer(question, collection=collection), as_json)
+    result = components.pipeline.answer(question, collection=collection)
+    _print_result(result, as_json)
+    if result.answer.note == INVALID_QUESTION:  # printed as a reply; a script sees it was no question
+        raise typer.Exit(2)
 
 
 def _local_user() -> str:

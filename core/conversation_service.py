@@ -40,7 +40,7 @@ from core.conversation_store import (
 )
 from core.llm.answer_window import answer_window
 from core.metrics import Metrics
-from core.pipeline import AnswerPipeline
+from core.pipeline import INVALID_QUESTION, AnswerPipeline
 from core.review import Exchange, ReplyPromptRecord, RequestKind, Review, Verdict
 from core.types import PipelineResult
 
@@ -267,7 +267,7 @@ class StoredConversationService:
     def _record_from_result(self, result: PipelineResult, history_turns: int, collection: str) -> AnswerRecord:
         answer = result.answer
         outcome: Outcome = "refused" if answer.refused else "answered"
-        if answer.refused and answer.note == "invalid question":
+        if answer.refused and answer.note == INVALID_QUESTION:
             outcome = "invalid"
         return AnswerRecord(
             question=result.question,

@@ -213,7 +213,7 @@ class AnswerPipeline:
         question = question.strip()
         problem = self._validate(question)
         if problem:
-            return self._unanswered(question, problem, "invalid question", clock)
+            return self._unanswered(question, problem, INVALID_QUESTION, clock)
         collection = collection or self.default_collection
         t = time.perf_counter()
         if self.language is not None:
@@ -457,6 +457,11 @@ class AnswerPipeline:
         if not any(ch.isalnum() for ch in question):
             return "I could not find a question in that message; please ask in words."
         return None
+
+
+# The note of a reply to a message that is not a question (empty, too long, no words): callers
+# that report success or failure (`hypa ask`'s exit status) tell it from an answer by it.
+INVALID_QUESTION = "invalid question"
 
 
 # A follow-up searched together with the question before it ("How quickly must the provider report?

@@ -93,6 +93,14 @@ def test_out_of_scope_question_is_refused(built):
     assert record["refused"] is True and record["citations"] == []
 
 
+def test_a_message_that_is_no_question_is_answered_and_exits_2(built):
+    for message in ("   ", "?!?", "why " * 2_000):
+        result = CliRunner().invoke(app, ["ask", message], env=built)
+        assert result.exit_code == 2, result.output
+        shown = " ".join(result.output.replace("│", " ").split()).lower()  # the panel wraps lines
+        assert "Traceback" not in result.output and "please ask" in shown
+
+
 def test_unknown_collection_is_a_clear_error(built):
     result = CliRunner().invoke(app, ["ask", "What is a bias audit?", "--collection", "gdpr"], env=built)
     assert result.exit_code == 1
