@@ -61,7 +61,7 @@ _CLAUSE_SUBJECTS = {
     "these", "those", "every", "each", "all", "any", "no", "some",
 }
 _PLURAL_PRONOUNS = {"they", "them", "their"}
-# ... but after these "that" is the thing asked about ("Is *that* a one-off exercise?").
+# ... but after these "that" is the thing asked about ("Is *that* something we do once, or every year?").
 _THAT_ASKED_AFTER = {
     "is", "was", "are", "were", "does", "did", "do", "will", "would", "can", "could", "should", "has", "have",
     "and", "about", "of", "with", "for", "like",

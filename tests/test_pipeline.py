@@ -131,7 +131,7 @@ def test_a_new_question_in_a_thread_is_not_glued_to_the_one_before_it():
     # ... while a pronoun that leans on the thread, a demonstrative asked about, or a word saying the
     # thread goes on keep the earlier question.
     assert is_follow_up("Once it's done, do we have to send it to anyone?")
-    assert is_follow_up("Is that a one-off exercise before launch or an ongoing thing?")
+    assert is_follow_up("Is that something we do once, or every year?")
     assert is_follow_up("we're a 40-person startup though. is it still 'whichever is higher' for us?")
     assert is_follow_up("Great. Do we need a notified body for the conformity assessment or can we do it ourselves?")
     assert standalone_query("Once it's done, do we have to send it to anyone?", history).startswith(history[0].content)
