@@ -35,7 +35,7 @@ import numpy as np
 from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.asks import asks_definition, asks_list, defined_names, defined_terms, defines, leads_a_list
 from core.comparison import compared
-from core.followup import asking_part
+from core.followup import asking_part, new_topic
 from core.glossary import Glossary
 from core.lexicon import Lexicon, english_words
 from core.linear import LinearModel
@@ -247,7 +247,9 @@ class ExtractiveGenerator:
             sentences = [s for s in sentences if not _is_table(s.text(chunks))] or sentences
         if not sentences:
             return _Candidates.declined("")
-        names = unknown_names(question, stats, glossary.words)
+        # A follow-up asks only its own part: a place named in the question before it was that
+        # question's concern ("... in our Manhattan office?" -> "ok and what counts as an independent auditor?").
+        names = unknown_names(asking, stats, glossary.words)
         if names:
             return _Candidates.declined(f"They do not mention {_joined(names)}.")
         # What users ask about that the law never mentions (a glossary's [silent] topics): quoting
@@ -257,7 +259,10 @@ class ExtractiveGenerator:
         topics = glossary.silent_on(asked_text(asking), retrieved)
         if topics:
             return _Candidates.declined(f"They do not mention {_joined(topics)}.")
-        if self._unanswered is not None and query_vector is not None:
+        # A question asking what a term means is answered where the law defines that term, however
+        # near it is to one about the term that the law does not answer ("what counts as an
+        # independent auditor?" beside "does the independent auditor need a licence?").
+        if self._unanswered is not None and query_vector is not None and not _defines_asked_term(asking, chunks):
             like = self._unanswered(chunks[0].collection).declined(query_vector)
             if like is not None:
                 return _Candidates.declined(f"They were found not to answer a question like it: “{like[0]}”")
@@ -301,6 +306,12 @@ class ExtractiveGenerator:
             leads = frozenset(i for i, s in enumerate(sentences) if stating.get(s, -1.0) >= most)
         else:
             leads = frozenset(range(len(sentences)))
+        # A short follow-up asks about what it names anew ("and the penalties?" after "who may do
+        # the bias audit?"): the answer leads with a sentence that names it, where one does.
+        topic = {t: stats.idf(t) for t in new_topic(question, asking)}
+        if topic:
+            topic = _in_the_laws_words(topic, self._expansions(asking, glossary, chunks[0].collection), stats)
+            leads = frozenset(i for i in leads if set(topic) & sentences[i].terms) or leads
         sides = self._sides(asking, glossary, stats, chunks[0].collection)
         roles = {_role(m) for m in _ROLE.findall(asking)}
         role = roles.pop() if len(roles) == 1 else None
@@ -707,6 +718,16 @@ _DEFINE_QUOTED = re.compile(
     r"[‘“'\"](?P<term>[^‘’“”'\"]{3,80}?)[’”'\"]",
     re.IGNORECASE,
 )
+
+
+def _defines_asked_term(question: str, chunks: Sequence[Chunk]) -> bool:
+    """Whether `question` asks what a term means and one of `chunks` is a definition of it."""
+    if not asks_definition(question):
+        return False
+    asked = f" {' '.join(content_terms(question))} "
+    return any(
+        f" {term} " in asked for chunk in chunks if role_of(chunk) == "definition" for term in defined_terms(chunk)
+    )
 
 
 def defined_term_asked(question: str) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.text import QUESTION_FRAMING, STOPWORDS, content_terms, tokens
+from core.text import QUESTION_FRAMING, STOPWORDS, content_terms, framing_terms, tokens
 from core.types import Turn
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
@@ -76,6 +76,11 @@ _IN_PLACE_OF = re.compile(
 )
 MIN_SUBSTITUTION_SIMILARITY = 0.6
 MAX_SPAN_WORDS = 5
+# A follow-up naming at most this many key terms, one of them new to the thread ("and the
+# penalties?", "what's the carve-out?"), asks about that one thing; a longer one says enough in its
+# own words for the search that leans toward it (core/pipeline.py). Chosen on the study parts'
+# follow-ups and our own (docs/RESULTS.md, twelfth update).
+TOPIC_FOLLOW_UP_TERMS = 3
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -174,3 +179,16 @@ def asking_part(question: str, history: Sequence[Turn]) -> str | None:
     if not earlier or not question.startswith(earlier):
         return None
     return question[len(earlier) :].strip() or None
+
+
+def new_topic(question: str, asking: str | None) -> frozenset[str]:
+    """The key terms a short follow-up names that the question before it did not, when `question` is
+    that follow-up searched together with the question before it and `asking` its own part
+    (`asking_part`): "and the penalties?" after "who may do the bias audit?" -> {"penalti"}. Empty
+    for any other question, and for a follow-up with more than TOPIC_FOLLOW_UP_TERMS key terms."""
+    if not asking or asking == question or not question.endswith(asking):
+        return frozenset()
+    own = set(content_terms(asking)) - framing_terms(asking)
+    if len(own) > TOPIC_FOLLOW_UP_TERMS:
+        return frozenset()
+    return frozenset(own - set(content_terms(question[: len(question) - len(asking)])))

@@ -16,7 +16,7 @@ import numpy as np
 from core.adaptive import FixedPolicy, ParamPolicy
 from core.comparison import Comparison, compared
 from core.context_budget import select_contexts
-from core.followup import asking_part
+from core.followup import asking_part, new_topic
 from core.fusion import reciprocal_rank_fusion
 from core.index import ChunkIndex
 from core.language import LanguageDetector
@@ -86,7 +86,7 @@ class Retrieved:
 
     plan: QueryPlan
     contexts: list[ScoredChunk]
-    query_vector: np.ndarray | None
+    query_vector: np.ndarray | None  # what the answer's sentences are judged by (see FOLLOW_UP_ANSWER_WEIGHT)
     queries: list[str]  # the texts searched
     params: RetrievalParams
     complexity: int | None
@@ -270,13 +270,19 @@ class AnswerPipeline:
             params = replace(params, rerank=True)
         t = clock.lap("classify", t)
         queries = [plan.text, *rewrite.sub_queries[: params.q - 1]]
+        # Search leans toward a follow-up's own part, the answer more so: the question before it
+        # says what is talked about, the follow-up what is asked ("And for SMEs?").
+        answer_vector = None if vectors is None else _leaning_on(vectors[0], follow_up, FOLLOW_UP_ANSWER_WEIGHT)
         if vectors is not None and follow_up is not None:
             vectors = vectors.copy()
-            vectors[0] = _leaning_on(vectors[0], follow_up)
+            vectors[0] = _leaning_on(vectors[0], follow_up, FOLLOW_UP_WEIGHT)
         query_vector = None if vectors is None else vectors[0]
         if params.ranking == "provisions" and self.provisions is not None and vectors is not None and query_vector is not None:
             pieces = vectors[1 + len(rewrite.sub_queries) :]
             contexts = self._rank_provisions(plan, collection, query_vector, pieces, params)
+            topic = new_topic(rewrite.standalone, asking)
+            if topic and asking:
+                contexts = self._with_follow_up_best(asking, contexts, collection, params, query_vector)
             comparison = compared(plan.question)
             if comparison is not None:
                 # a side's best provision may be another copy of one already ranked
@@ -292,7 +298,7 @@ class AnswerPipeline:
             clock.lap("kg", t)
         else:
             contexts = select_contexts(contexts, params, self.count_tokens)  # top_k, token budget, novelty
-        return Retrieved(plan, contexts, query_vector, queries, params, complexity, rewrite.language)
+        return Retrieved(plan, contexts, answer_vector, queries, params, complexity, rewrite.language)
 
     def provision_features(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -310,7 +316,7 @@ class AnswerPipeline:
         assert vectors is not None
         features = self.provisions.features(collection)
         bm25_ids = self.provisions.ranker.bm25.ranked_ids(plan.text, collection, BM25_CANDIDATES)
-        query_vector = _leaning_on(vectors[0], follow_up)
+        query_vector = _leaning_on(vectors[0], follow_up, FOLLOW_UP_WEIGHT)
         return features.build(plan, query_vector, vectors[1:], bm25_ids), [c.text for c in features.segments.chunks]
 
     def _unanswered(self, question: str, text: str, note: str, clock: _Stopwatch) -> PipelineResult:
@@ -355,6 +361,26 @@ class AnswerPipeline:
             plan, collection, self.provisions.features(collection), query_vector, piece_vectors, pool, prior
         )
         return drop_near_duplicates(ranked)
+
+    def _with_follow_up_best(
+        self, asking: str, ranked: list[ScoredChunk], collection: str, params: RetrievalParams, thread_vector: np.ndarray
+    ) -> list[ScoredChunk]:
+        """`ranked` with the best provision for a short follow-up's own part ("and the penalties?"),
+        ranked on its own words and leaning toward the thread, second when it is not among the first
+        few: searched together with a long question before it, what the follow-up names is one word
+        of many and its provision can miss the context altogether."""
+        assert self.embed_queries is not None
+        plan = self._plan(asking, collection)
+        vectors = self.embed_queries([plan.text, *plan.pieces])
+        own = _leaning_on(vectors[0], thread_vector, FOLLOW_UP_THREAD_WEIGHT)
+        found = self._rank_provisions(plan, collection, own, vectors[1:], params)
+        if not found or any(sc.chunk.id == found[0].chunk.id for sc in ranked[:FOLLOW_UP_BEST_KEPT]):
+            return ranked
+        order = [sc for sc in ranked if sc.chunk.id != found[0].chunk.id]
+        order.insert(1, found[0])
+        # A provision moved up takes the score of the place it takes, so scores still fall with the rank.
+        scores = [sc.score for sc in ranked] + [ranked[-1].score if ranked else 0.0] * len(order)
+        return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
 
     def _with_each_side(
         self, comparison: Comparison, ranked: list[ScoredChunk], collection: str, params: RetrievalParams
@@ -469,6 +495,15 @@ INVALID_QUESTION = "invalid question"
 # leaning toward its own part, so the earlier question's provision does not take every place; the
 # weight was chosen on the study parts (docs/RESULTS.md, eighth update).
 FOLLOW_UP_WEIGHT = 0.5
+# ... and the answer's sentences are judged by a vector leaning further ("And for SMEs?" after "What's
+# the max fine for a banned practice?" asks about the SME rule, not the maximum). Chosen on the study
+# parts' follow-ups (docs/RESULTS.md, twelfth update); questions asked second in a thread that are
+# not follow-ups do not change.
+FOLLOW_UP_ANSWER_WEIGHT = 1.5
+# A short follow-up's own best provision (`_with_follow_up_best`) is ranked leaning this much toward
+# the thread, and left where it is when already among the first FOLLOW_UP_BEST_KEPT.
+FOLLOW_UP_THREAD_WEIGHT = 0.5
+FOLLOW_UP_BEST_KEPT = 4
 
 
 def _follow_up_vector(vectors: np.ndarray | None, asking: str | None) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -478,9 +513,9 @@ def _follow_up_vector(vectors: np.ndarray | None, asking: str | None) -> tuple[n
     return vectors[:-1], vectors[-1]
 
 
-def _leaning_on(query_vector: np.ndarray, follow_up: np.ndarray | None) -> np.ndarray:
-    """`query_vector` turned toward the follow-up's own vector (unit length, as embeddings are)."""
-    if follow_up is None:
-        return query_vector
-    blended = query_vector + FOLLOW_UP_WEIGHT * follow_up
-    return (blended / np.linalg.norm(blended)).astype(query_vector.dtype)
+def _leaning_on(vector: np.ndarray, toward: np.ndarray | None, weight: float) -> np.ndarray:
+    """`vector` turned toward another (unit length, as embeddings are)."""
+    if toward is None:
+        return vector
+    blended = vector + weight * toward
+    return (blended / np.linalg.norm(blended)).astype(vector.dtype)

@@ -159,6 +159,21 @@ def test_chat_understands_a_follow_up(built):
     assert "job posting" in result.output or "U.S. mail" in result.output, follow_up_answer
 
 
+def test_chat_answers_a_short_follow_up_about_something_new_after_a_long_question(built):
+    """"And the penalties?" after a long question about who may audit: searched together with it, the
+    penalty provision was one word of many and the answer was about the auditor again."""
+    session = (
+        "who is allowed to do the bias audit for us? can our own data science team do it?\n"
+        "and the penalties?\n/quit\n"
+    )
+    result = CliRunner().invoke(app, ["chat"], input=session, env=built)
+    assert result.exit_code == 0, result.output
+    follow_up_answer = result.output.split("you> ")[2]
+    lead = follow_up_answer[: follow_up_answer.index("[1]")]  # the answer's first quote
+    assert "Under Admin. Code § 20-872" in lead, follow_up_answer
+    assert "$500" in follow_up_answer
+
+
 def test_demo_answers_three_questions(built):
     result = CliRunner().invoke(app, ["demo"], env=built)
     assert result.exit_code == 0, result.output

@@ -521,3 +521,48 @@ def test_a_question_like_one_the_law_was_found_not_to_answer_is_declined_with_it
     assert "They were found not to answer a question like it: “do sellers need liability insurance for widgets”" in declined.text
     other = "How many business days before selling must a seller notify buyers?"
     assert not generator.generate(other, scored(), query_vector=embed([other])[0]).refused
+
+
+def test_a_question_asking_what_a_defined_term_means_is_answered_by_its_definition_not_declined():
+    """An unanswered precedent about a defined term ("does the reviewer need a licence?") must not take
+    the question what the term means: the law's definition answers that."""
+    from core.precedents import Precedent, PrecedentConfig, Precedents
+
+    embed = HashingEmbedder(dim=256).embed_queries
+    licence = "does the reviewer need some kind of licence?"
+    asked = "what counts as a reviewer?"
+    # close enough to decline both questions, as a sentence model can find them
+    config = PrecedentConfig(min_decline_similarity=min(float(embed([asked, licence])[0] @ embed([licence])[0]), 0.99))
+    precedents = Precedents([], [Precedent(licence, answerable=False)], embed, config)
+    definitions = make_chunk(
+        "Toy Code § 1-101", "The term “reviewer” means a person who is not employed by the widget maker.",
+        heading="Definitions — Reviewer",
+    )
+    contexts = [ScoredChunk(definitions, 1.0), *scored()[1:]]
+    stats = TermStats.from_texts(sc.chunk.text for sc in contexts)
+    generator = ExtractiveGenerator(lambda c: stats, unanswered=lambda collection: precedents)
+    assert precedents.declined(embed([asked])[0]) is not None
+    answer = generator.generate(asked, contexts, query_vector=embed([asked])[0])
+    assert not answer.refused and "“reviewer” means" in answer.text
+    assert generator.generate(licence, contexts, query_vector=embed([licence])[0]).refused
+
+
+def test_a_follow_up_is_declined_for_a_place_only_when_it_names_the_place_itself():
+    from core.types import Turn
+
+    generator = toy_generator()
+    history = [Turn("user", "Must our seller in Manhattan notify buyers?"), Turn("assistant", "Yes.")]
+    follow_up = "Must our seller in Manhattan notify buyers? and the civil penalty?"
+    answer = generator.generate(follow_up, scored(), history)
+    assert not answer.refused and "$500" in answer.text
+    assert generator.generate("Must our seller in Manhattan notify buyers?", scored()).refused
+
+
+def test_a_short_follow_up_leads_with_a_sentence_naming_what_it_asks_anew():
+    from core.types import Turn
+
+    generator = toy_generator()
+    earlier = "Who may carry out the widget audit, and can our own employees be the independent reviewer?"
+    history = [Turn("user", earlier), Turn("assistant", "An independent reviewer.")]
+    answer = generator.generate(f"{earlier} and the penalties?", scored(), history)
+    assert answer.text.startswith("Under Toy Code § 1-103")

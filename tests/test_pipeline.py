@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core.extractive import ExtractiveGenerator
-from core.followup import is_follow_up, standalone_query
+from core.followup import is_follow_up, new_topic, standalone_query
 from core.pipeline import AnswerPipeline, QuestionLimits, drop_near_duplicates
 from core.termstats import TermStats
 from core.types import RetrievalParams, ScoredChunk, Turn
@@ -101,6 +101,29 @@ def test_a_follow_up_searched_with_the_earlier_question_leans_toward_its_own_par
     index.vectors.clear()
     pipeline.answer("What is the civil penalty for a first violation?", history)
     assert np.allclose(index.vectors[0], embed(["What is the civil penalty for a first violation?"])[0])
+
+
+def test_a_short_follow_up_names_a_new_topic_only_with_words_the_question_before_it_lacks():
+    earlier = "who is allowed to do the bias audit for us? can our own data science team do it?"
+    assert new_topic(f"{earlier} and the penalties?", "and the penalties?") == {"penalti"}
+    assert new_topic(f"{earlier} can they do it?", "can they do it?") == frozenset()  # nothing new
+    long = "what if the team only advised the vendor on the model's features two years ago?"
+    assert new_topic(f"{earlier} {long}", long) == frozenset()  # says enough in its own words
+    assert new_topic("Who enforces the law?", None) == frozenset()
+
+
+def test_the_answer_judges_a_follow_up_by_a_vector_leaning_further_toward_it_than_the_search():
+    from storage.embedder import HashingEmbedder
+
+    embed = HashingEmbedder(dim=512).embed_queries
+    index = VectorRecordingIndex()
+    pipeline = _pipeline(index)
+    pipeline.embed_queries = embed
+    earlier = "How must a seller notify buyers of a widget audit?"
+    history = [Turn("user", earlier), Turn("assistant", "By mail or e-mail.")]
+    found = pipeline.retrieve("And the civil penalty?", history)
+    (own,) = embed(["And the civil penalty?"])
+    assert float(found.query_vector @ own) > float(index.vectors[0] @ own)
 
 
 def test_self_contained_question_is_searched_as_asked():
