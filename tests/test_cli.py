@@ -93,6 +93,23 @@ def test_out_of_scope_question_is_refused(built):
     assert record["refused"] is True and record["citations"] == []
 
 
+@pytest.mark.parametrize(
+    "question, provision, fact",
+    [
+        # found refused by a new user's trial: a definition near a question the law does not answer
+        ("what counts as an independent auditor?", "5-300", "objective and impartial"),
+        # ... and "redo" in words the rules never use (bot/glossaries/ll144.toml)
+        ("how often do we need to redo the bias audit on our resume screener?", "5-301(a)", "one year"),
+    ],
+)
+def test_plainly_worded_questions_the_law_answers_are_answered(built, question, provision, fact):
+    result = CliRunner().invoke(app, ["ask", question, "--json"], env=built)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["refused"] is False, record["answer"]
+    assert provision in record["citations"][0]["label"] and fact in record["answer"], record["answer"]
+
+
 def test_a_message_that_is_no_question_is_answered_and_exits_2(built):
     for message in ("   ", "?!?", "why " * 2_000):
         result = CliRunner().invoke(app, ["ask", message], env=built)
