@@ -74,6 +74,13 @@ _IS_THAT_ALLOWED = re.compile(
     r"(?:\s+or\s+.*)?$",
     re.IGNORECASE,
 )
+# "can we use emotion recognition on our staff?", "may an employer run X?": whether X is allowed at all.
+_CAN_WE_USE = re.compile(
+    r"^(?:can|may|could)\s+(?:we|i|you|companies|employers|(?:an?|our|the)\s+\w+)\s+"
+    r"(?:legally\s+|still\s+|even\s+|actually\s+|really\s+)?(?:use|deploy|run|roll\s+out|install|sell|offer)\s+"
+    r"(?P<subject>.+)$",
+    re.IGNORECASE,
+)
 # "does the act apply to X", "would it still apply to X": X against the list that says what the law
 # covers (the law's own name is gone by then: "does apply to X").
 _APPLIES_TO = re.compile(
@@ -135,6 +142,7 @@ _ASKED_ABOUT: tuple[tuple[re.Pattern[str], frozenset[str] | None], ...] = (
     (_IS_THAT_ALLOWED, _PROHIBITED),
     (_APPLIES_TO, _SCOPE),
     (_CLASSIFY, None),
+    (_CAN_WE_USE, _PROHIBITED),
 )
 
 

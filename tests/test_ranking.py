@@ -252,6 +252,11 @@ def test_whether_x_is_allowed_or_covered_is_asked_of_the_prohibitions_and_the_sc
     assert classification("We score video interviews for enthusiasm, is that legal or just high risk?") == (
         "We score video interviews for enthusiasm", prohibited)
     assert classification("Is that allowed?") == ("that", prohibited)  # nothing before: no subject to ask of
+    # "can we use X?" asks whether X is allowed at all
+    assert classification("can we use emotion recognition on our employees at work?") == (
+        "emotion recognition on our employees at work", prohibited)
+    assert classification("May an employer run social scoring on its staff?") == ("social scoring on its staff", prohibited)
+    assert classification("Can we ask the notified body for an extension?") is None
     # covered by a named rule: that rule is the category
     assert classification("Is our tool covered by the notice requirement?")[1] == frozenset({"notic", "requir"})
     assert classification("Do we have to apply to the notified body?") is None
