@@ -181,6 +181,11 @@ def asking_part(question: str, history: Sequence[Turn]) -> str | None:
     return question[len(earlier) :].strip() or None
 
 
+def key_terms(text: str) -> frozenset[str]:
+    """The stems of `text` that say what it is about ("And for SMEs?" -> {"sme"}; "What are they?" -> none)."""
+    return frozenset(content_terms(text)) - framing_terms(text)
+
+
 def new_topic(question: str, asking: str | None) -> frozenset[str]:
     """The key terms a short follow-up names that the question before it did not, when `question` is
     that follow-up searched together with the question before it and `asking` its own part
@@ -188,7 +193,7 @@ def new_topic(question: str, asking: str | None) -> frozenset[str]:
     for any other question, and for a follow-up with more than TOPIC_FOLLOW_UP_TERMS key terms."""
     if not asking or asking == question or not question.endswith(asking):
         return frozenset()
-    own = set(content_terms(asking)) - framing_terms(asking)
+    own = key_terms(asking)
     if len(own) > TOPIC_FOLLOW_UP_TERMS:
         return frozenset()
     return frozenset(own - set(content_terms(question[: len(question) - len(asking)])))

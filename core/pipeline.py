@@ -16,7 +16,7 @@ import numpy as np
 from core.adaptive import FixedPolicy, ParamPolicy
 from core.comparison import Comparison, compared
 from core.context_budget import select_contexts
-from core.followup import asking_part, new_topic
+from core.followup import asking_part, key_terms, new_topic
 from core.fusion import reciprocal_rank_fusion
 from core.index import ChunkIndex
 from core.language import LanguageDetector
@@ -270,9 +270,11 @@ class AnswerPipeline:
             params = replace(params, rerank=True)
         t = clock.lap("classify", t)
         queries = [plan.text, *rewrite.sub_queries[: params.q - 1]]
-        # Search leans toward a follow-up's own part, the answer more so: the question before it
-        # says what is talked about, the follow-up what is asked ("And for SMEs?").
-        answer_vector = None if vectors is None else _leaning_on(vectors[0], follow_up, FOLLOW_UP_ANSWER_WEIGHT)
+        # Search leans toward a follow-up's own part, the answer more so when that part names
+        # something: the question before it says what is talked about, the follow-up what is asked
+        # ("And for SMEs?"); "What are they?" names nothing to lean toward.
+        answer_weight = FOLLOW_UP_ANSWER_WEIGHT if asking and key_terms(asking) else FOLLOW_UP_WEIGHT
+        answer_vector = None if vectors is None else _leaning_on(vectors[0], follow_up, answer_weight)
         if vectors is not None and follow_up is not None:
             vectors = vectors.copy()
             vectors[0] = _leaning_on(vectors[0], follow_up, FOLLOW_UP_WEIGHT)

@@ -113,6 +113,8 @@ def test_a_short_follow_up_names_a_new_topic_only_with_words_the_question_before
 
 
 def test_the_answer_judges_a_follow_up_by_a_vector_leaning_further_toward_it_than_the_search():
+    import numpy as np
+
     from storage.embedder import HashingEmbedder
 
     embed = HashingEmbedder(dim=512).embed_queries
@@ -124,6 +126,10 @@ def test_the_answer_judges_a_follow_up_by_a_vector_leaning_further_toward_it_tha
     found = pipeline.retrieve("And the civil penalty?", history)
     (own,) = embed(["And the civil penalty?"])
     assert float(found.query_vector @ own) > float(index.vectors[0] @ own)
+    # a follow-up that names nothing ("What are they?") gives the answer nothing to lean toward
+    index.vectors.clear()
+    found = pipeline.retrieve("What are they?", history)
+    assert np.allclose(found.query_vector, index.vectors[0])
 
 
 def test_self_contained_question_is_searched_as_asked():
