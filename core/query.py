@@ -24,7 +24,8 @@ MIN_PIECE_WORDS = 3
 _ASKING_CLAUSE = re.compile(r"^(?:what(?:['’]s|s)?|who|how\s+(?:much|many|long|often|high))\b", re.IGNORECASE)
 # "it", "that" ... as the thing asked about stand for what the clause before says; a clause that only
 # qualifies ("which is fine", "if we hire") names nothing to stand for.
-_PRONOUNS = frozenset("it that this they these those us me them".split())
+# "we" and "I" as the subject stand for what the clause before says about who asks.
+_PRONOUNS = frozenset("it that this they these those us me them we i".split())
 _QUALIFYING_CLAUSE = re.compile(
     r"^(?:which|who|when|if|unless|although|because|even though|since|while|given)\b", re.IGNORECASE
 )
@@ -79,6 +80,12 @@ _CAN_WE_USE = re.compile(
     r"^(?:can|may|could)\s+(?:we|i|you|companies|employers|(?:an?|our|the)\s+\w+)\s+"
     r"(?:legally\s+|still\s+|even\s+|actually\s+|really\s+)?(?:use|deploy|run|roll\s+out|install|sell|offer)\s+"
     r"(?P<subject>.+)$",
+    re.IGNORECASE,
+)
+# "we're a US startup selling into Germany - are we on the hook (under the AI Act)?": whether the law covers them.
+_ON_THE_HOOK = re.compile(
+    r"^(?:are|am|is)\s+(?P<subject>we|i|they|it|that|this|(?:our|the)\s+\w+)\s+(?:even\s+|still\s+|really\s+|actually\s+|also\s+)?"
+    r"(?:on\s+the\s+hook|in\s+scope|caught|affected|subject\s+to\s+(?:it|this|that))\b",
     re.IGNORECASE,
 )
 # "does the act apply to X", "would it still apply to X": X against the list that says what the law
@@ -143,6 +150,7 @@ _ASKED_ABOUT: tuple[tuple[re.Pattern[str], frozenset[str] | None], ...] = (
     (_APPLIES_TO, _SCOPE),
     (_CLASSIFY, None),
     (_CAN_WE_USE, _PROHIBITED),
+    (_ON_THE_HOOK, _SCOPE),
 )
 
 

@@ -257,6 +257,9 @@ def test_whether_x_is_allowed_or_covered_is_asked_of_the_prohibitions_and_the_sc
         "emotion recognition on our employees at work", prohibited)
     assert classification("May an employer run social scoring on its staff?") == ("social scoring on its staff", prohibited)
     assert classification("Can we ask the notified body for an extension?") is None
+    # "are we on the hook?" asks whether the law covers what the clause before says about who asks
+    assert classification("We're a US startup, but customers in Germany use our API. Are we on the hook under the AI Act?") == (
+        "customers in Germany use our API", scope)
     # covered by a named rule: that rule is the category
     assert classification("Is our tool covered by the notice requirement?")[1] == frozenset({"notic", "requir"})
     assert classification("Do we have to apply to the notified body?") is None
