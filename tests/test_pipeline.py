@@ -77,7 +77,7 @@ class VectorRecordingIndex(RecordingIndex):
         return super().hybrid_search(query, collection=collection, limit=limit, fusion=fusion, alpha=alpha, vector=vector)
 
 
-def test_a_follow_up_searched_with_the_earlier_question_leans_toward_its_own_part():
+def test_a_follow_up_searched_with_the_earlier_question_leans_toward_its_own_part_and_its_answer_more():
     import numpy as np
 
     from storage.embedder import HashingEmbedder
@@ -101,6 +101,14 @@ def test_a_follow_up_searched_with_the_earlier_question_leans_toward_its_own_par
     index.vectors.clear()
     pipeline.answer("What is the civil penalty for a first violation?", history)
     assert np.allclose(index.vectors[0], embed(["What is the civil penalty for a first violation?"])[0])
+    # the answer judges a follow-up by a vector leaning further toward it than the search ...
+    index.vectors.clear()
+    found = pipeline.retrieve(follow_up, history)
+    assert float(found.query_vector @ own) > float(index.vectors[0] @ own)
+    # ... unless it names nothing ("What are they?") to lean toward
+    index.vectors.clear()
+    found = pipeline.retrieve("What are they?", history)
+    assert np.allclose(found.query_vector, index.vectors[0])
 
 
 def test_a_short_follow_up_names_a_new_topic_only_with_words_the_question_before_it_lacks():
@@ -110,26 +118,6 @@ def test_a_short_follow_up_names_a_new_topic_only_with_words_the_question_before
     long = "what if the team only advised the vendor on the model's features two years ago?"
     assert new_topic(f"{earlier} {long}", long) == frozenset()  # says enough in its own words
     assert new_topic("Who enforces the law?", None) == frozenset()
-
-
-def test_the_answer_judges_a_follow_up_by_a_vector_leaning_further_toward_it_than_the_search():
-    import numpy as np
-
-    from storage.embedder import HashingEmbedder
-
-    embed = HashingEmbedder(dim=512).embed_queries
-    index = VectorRecordingIndex()
-    pipeline = _pipeline(index)
-    pipeline.embed_queries = embed
-    earlier = "How must a seller notify buyers of a widget audit?"
-    history = [Turn("user", earlier), Turn("assistant", "By mail or e-mail.")]
-    found = pipeline.retrieve("And the civil penalty?", history)
-    (own,) = embed(["And the civil penalty?"])
-    assert float(found.query_vector @ own) > float(index.vectors[0] @ own)
-    # a follow-up that names nothing ("What are they?") gives the answer nothing to lean toward
-    index.vectors.clear()
-    found = pipeline.retrieve("What are they?", history)
-    assert np.allclose(found.query_vector, index.vectors[0])
 
 
 def test_self_contained_question_is_searched_as_asked():
