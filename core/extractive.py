@@ -43,7 +43,15 @@ from core.places import place_and_language_names
 from core.query import THE_LAW
 from core.roles import role_of
 from core.termstats import TermStats
-from core.text import STOPWORDS, content_terms, framing_terms, quotable_spans, sentence_spans, trim_markup
+from core.text import (
+    STOPWORDS,
+    after_heading,
+    content_terms,
+    framing_terms,
+    quotable_spans,
+    sentence_spans,
+    trim_markup,
+)
 from core.types import Answer, Chunk, Citation, ScoredChunk, Turn
 
 REFUSAL_TEXT = "The loaded regulations don't address this question."
@@ -550,10 +558,11 @@ class ExtractiveGenerator:
         for rank in dict.fromkeys(s.rank for s in chosen):
             chunk = chunks[rank]
             n = numbers.setdefault(rank, len(numbers) + 1)
-            quotes = [s.text(chunks) for s in chosen if s.rank == rank]
+            sentences = [s.text(chunks) for s in chosen if s.rank == rank]
+            label = provision_name(chunk, sentences[0])  # its enumerator may open a heading
+            quotes = [_without_named_heading(q, label) for q in sentences]
             for quote in quotes:
                 citations.append(Citation(n=n, chunk_id=chunk.id, label=chunk.label, quote=quote))
-            label = provision_name(chunk, quotes[0])
             body = " … ".join(" ".join(q.split()) for q in quotes)
             parts.append(f"{'Under' if not parts else 'And under'} {label}: “{body}” [{n}]")
         return Answer(text="\n".join(parts), refused=False, citations=citations, model=self.model_name)
@@ -718,6 +727,17 @@ _DEFINE_QUOTED = re.compile(
     r"[‘“'\"](?P<term>[^‘’“”'\"]{3,80}?)[’”'\"]",
     re.IGNORECASE,
 )
+
+
+def _without_named_heading(quote: str, name: str) -> str:
+    """`quote` without the heading joined to its sentence ("b. Notices required. In the city, ...")
+    when the provision's name, given in words before the quote, already says it: quoted too, it would
+    read as part of the rule. A heading that says more ("2. Critical infrastructure: AI systems ...",
+    under "Annex III(2) (High-risk AI systems referred to in Article 6(2))") stays."""
+    start = after_heading(quote)
+    if start and set(content_terms(quote[:start])) <= set(content_terms(name)):
+        return quote[start:]
+    return quote
 
 
 def _defines_asked_term(question: str, chunks: Sequence[Chunk]) -> bool:

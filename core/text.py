@@ -175,6 +175,20 @@ def trim_markup(text: str, a: int, b: int) -> tuple[int, int] | None:
     return a, b
 
 
+# A sentence of at most this many words, with a sentence after it, is a heading (`_merge_headings`).
+_HEADING_WORDS = 5
+
+
+def after_heading(quote: str) -> int:
+    """Where the sentence of a quotable span begins: after the bare heading `quotable_spans` joined to
+    it ("b. Notices required. In the city, ..." -> the index of "In"), 0 when it has none. The heading
+    is the provision's name, which an answer already gives; quoted, it reads as part of the rule."""
+    spans = sentence_spans(quote)
+    if len(spans) > 1 and len(quote[spans[0][0] : spans[0][1]].split()) <= _HEADING_WORDS:
+        return spans[1][0]
+    return 0
+
+
 def _merge_headings(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     pending: int | None = None
@@ -182,7 +196,7 @@ def _merge_headings(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, 
         if pending is not None:
             a = pending
             pending = None
-        if len(text[a:b].split()) <= 5 and b < len(text):
+        if len(text[a:b].split()) <= _HEADING_WORDS and b < len(text):
             pending = a
             continue
         merged.append((a, b))

@@ -566,3 +566,33 @@ def test_a_short_follow_up_leads_with_a_sentence_naming_what_it_asks_anew():
     history = [Turn("user", earlier), Turn("assistant", "An independent reviewer.")]
     answer = generator.generate(f"{earlier} and the penalties?", scored(), history)
     assert answer.text.startswith("Under Toy Code § 1-103")
+
+
+def test_a_heading_joined_to_its_sentence_is_named_not_quoted():
+    """"(b) Test Data. Test data may be used ...": a heading the provision's name already gives is not
+    quoted again as if it were part of the rule; one that says more than the name is."""
+    chunk = make_chunk(
+        "Toy Code § 1-104",
+        "(a) Data. A widget audit must use historical data of the seller. (b) Test Data. Test data may be used "
+        "for the widget audit if insufficient historical data is available.",
+        heading="Data; Test Data",
+    )
+    stats = TermStats.from_texts([chunk.text])
+    asked = "Can test data be used for the widget audit?"
+    answer = ExtractiveGenerator(lambda c: stats).generate(asked, [ScoredChunk(chunk, 1.0)])
+    assert "Test Data. Test" not in answer.text and "Data. A widget" not in answer.text, answer.text
+    assert [c.quote[:14] for c in answer.citations] == ["A widget audit", "Test data may "]
+    assert all(c.quote in chunk.text for c in answer.citations)  # still verbatim
+    # the heading's enumerator still narrows the citation
+    text = "(b) Test Data. Test data may be used for the widget audit if no data exists."
+    item = make_chunk("Toy Code § 1-105", text, heading="Test Data")
+    alone = ExtractiveGenerator(lambda c: TermStats.from_texts([item.text])).generate(asked, [ScoredChunk(item, 1.0)])
+    assert alone.text.startswith("Under Toy Code § 1-105(b) (Test Data): “Test data may be used"), alone.text
+    # a heading that names what the provision's name does not stays in the quote
+    listed = make_chunk(
+        "Toy Annex I(2)", "2. Critical widgets: widgets used to control water or gas supply.", heading="Risky widgets"
+    )
+    kept = ExtractiveGenerator(lambda c: TermStats.from_texts([listed.text])).generate(
+        "Are widgets that control water supply risky?", [ScoredChunk(listed, 1.0)]
+    )
+    assert "“2. Critical widgets: widgets used" in kept.text, kept.text
