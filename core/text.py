@@ -181,8 +181,7 @@ _HEADING_WORDS = 5
 
 def after_heading(quote: str) -> int:
     """Where the sentence of a quotable span begins: after the bare heading `quotable_spans` joined to
-    it ("b. Notices required. In the city, ..." -> the index of "In"), 0 when it has none. The heading
-    is the provision's name, which an answer already gives; quoted, it reads as part of the rule."""
+    it ("b. Notices required. In the city, ..." -> the index of "In"), 0 when it has none."""
     spans = sentence_spans(quote)
     if len(spans) > 1 and len(quote[spans[0][0] : spans[0][1]].split()) <= _HEADING_WORDS:
         return spans[1][0]
