@@ -367,11 +367,8 @@ class ExtractiveGenerator:
             x[:, col["cosine"]] = cosines
         asks_example = "exampl" in weights  # a question about the example wants the example
         wants_list, wants_definition = asks_list(question), asks_definition(question)
-        question_terms = " " + " ".join(content_terms(question)) + " "
-        defines_asked = [
-            role_of(sc.chunk) == "definition" and any(f" {t} " in question_terms for t in defined_terms(sc.chunk))
-            for sc in quoted
-        ]
+        asked = _padded_terms(question)
+        defines_asked = [_defines_a_term_of(sc.chunk, asked) for sc in quoted]
         top = quoted[0].score
         chunks = [sc.chunk for sc in quoted]
         first_of: dict[int, int] = {}
@@ -744,10 +741,18 @@ def _defines_asked_term(question: str, chunks: Sequence[Chunk]) -> bool:
     """Whether `question` asks what a term means and one of `chunks` is a definition of it."""
     if not asks_definition(question):
         return False
-    asked = f" {' '.join(content_terms(question))} "
-    return any(
-        f" {term} " in asked for chunk in chunks if role_of(chunk) == "definition" for term in defined_terms(chunk)
-    )
+    asked = _padded_terms(question)
+    return any(_defines_a_term_of(chunk, asked) for chunk in chunks)
+
+
+def _padded_terms(question: str) -> str:
+    """The question's key terms, space-separated and space-padded, for finding a stemmed phrase in them."""
+    return f" {' '.join(content_terms(question))} "
+
+
+def _defines_a_term_of(chunk: Chunk, asked: str) -> bool:
+    """Whether `chunk` is a definition of a term among `asked` (`_padded_terms` of a question)."""
+    return role_of(chunk) == "definition" and any(f" {term} " in asked for term in defined_terms(chunk))
 
 
 def defined_term_asked(question: str) -> list[str]:

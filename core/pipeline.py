@@ -282,8 +282,7 @@ class AnswerPipeline:
         if params.ranking == "provisions" and self.provisions is not None and vectors is not None and query_vector is not None:
             pieces = vectors[1 + len(rewrite.sub_queries) :]
             contexts = self._rank_provisions(plan, collection, query_vector, pieces, params)
-            topic = new_topic(rewrite.standalone, asking)
-            if topic and asking:
+            if asking and new_topic(rewrite.standalone, asking):
                 contexts = self._with_follow_up_best(asking, contexts, collection, params, query_vector)
             comparison = compared(plan.question)
             if comparison is not None:
@@ -380,9 +379,7 @@ class AnswerPipeline:
             return ranked
         order = [sc for sc in ranked if sc.chunk.id != found[0].chunk.id]
         order.insert(1, found[0])
-        # A provision moved up takes the score of the place it takes, so scores still fall with the rank.
-        scores = [sc.score for sc in ranked] + [ranked[-1].score if ranked else 0.0] * len(order)
-        return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
+        return _with_scores_of_places(order, ranked)
 
     def _with_each_side(
         self, comparison: Comparison, ranked: list[ScoredChunk], collection: str, params: RetrievalParams
@@ -405,8 +402,7 @@ class AnswerPipeline:
         for sc in [*best, *ranked[1:]]:
             if all(sc.chunk.id != kept.chunk.id for kept in order):
                 order.append(sc)
-        scores = [sc.score for sc in ranked] + [ranked[-1].score if ranked else 0.0] * len(order)
-        return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
+        return _with_scores_of_places(order, ranked)
 
     def _retrieve(
         self, queries: list[str], vectors: np.ndarray | None, params: RetrievalParams, collection: str
@@ -506,6 +502,13 @@ FOLLOW_UP_ANSWER_WEIGHT = 1.5
 # the thread, and left where it is when already among the first FOLLOW_UP_BEST_KEPT.
 FOLLOW_UP_THREAD_WEIGHT = 0.5
 FOLLOW_UP_BEST_KEPT = 4
+
+
+def _with_scores_of_places(order: list[ScoredChunk], ranked: list[ScoredChunk]) -> list[ScoredChunk]:
+    """`order` (a reordering of `ranked`, perhaps longer) with the scores of `ranked` by place: a
+    provision moved up takes the score of the place it takes, so scores still fall with the rank."""
+    scores = [sc.score for sc in ranked] + [ranked[-1].score if ranked else 0.0] * len(order)
+    return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
 
 
 def _follow_up_vector(vectors: np.ndarray | None, asking: str | None) -> tuple[np.ndarray | None, np.ndarray | None]:
