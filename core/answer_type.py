@@ -108,6 +108,16 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
         (("money", "percentage"),),
         False,
     ),
+    # "And the fines?", "what about penalties?": a follow-up naming only the penalty asks its amount.
+    (
+        re.compile(
+            r"\b(?P<ask>and|what about|how about)\s+(?:the\s+)?(?:fines?|penalt(?:y|ies)|sanctions?)\b(?P<verb>)"
+            r"(?=\s*(?:\(|\?|$))",
+            re.I,
+        ),
+        (("money", "percentage"),),
+        False,
+    ),
     # An amount of money or a share: a bare number ("component 1", "Article 49") is not how much,
     # and a question about what something costs wants money, not the 2% of a threshold.
     (

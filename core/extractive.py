@@ -295,6 +295,10 @@ class ExtractiveGenerator:
             if len(questions) > 1:
                 sentence = next((a for a in questions if asked_value(a) is not None), sentence)
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
+            # ... unless the follow-up names something new: "and the fines?" after "we sell a
+            # CV-screening system" asks the fines' amount, which no hiring clause states.
+            if new_topic(question, asking):
+                earlier = ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights
             if sentence != question:  # a value asked in one sentence of several: that sentence's phrasings
@@ -422,6 +426,11 @@ class ExtractiveGenerator:
         items = _list_items_terms(sentences, chunks)
         # What a retention question asks about keeping, in the words the collection uses.
         kept = {t for t in asked.kept if stats.doc_freq.get(t, 0)}
+        # An amount is bound by its provision's heading too: the heading names what the amount is of
+        # ("Penalties", "Fees"). Not a period: an example's heading ("Data Requirements — Example 3")
+        # bound a stated period to a retention question it does not answer.
+        amount = any("money" in group for group in asked.kinds)
+        headings = {s.rank: frozenset(content_terms(chunks[s.rank].heading)) for s in sentences} if amount else {}
         stating: dict[_Sentence, float] = {}
         previous: frozenset[str] = frozenset()
         rank = -1
@@ -437,6 +446,8 @@ class ExtractiveGenerator:
                 # A lead-in ("The provider shall, for a period ending 10 years after ..., keep at the
                 # disposal of the national competent authorities:") is about the items it leads.
                 context = previous | (items[i] if n == len(clauses) - 1 else frozenset()) | titled.get(rank, frozenset())
+                if amount:  # "Penalties" (Art. 99) says what its "fines of up to 35 000 000 EUR" are
+                    context = context | headings[rank]
                 binding = _coverage(terms | context, about) if about else 1.0
                 # a retention period must be for keeping what was asked about, not something else
                 names_kept = not kept or not kept.isdisjoint(terms | context)

@@ -568,6 +568,31 @@ def test_a_short_follow_up_leads_with_a_sentence_naming_what_it_asks_anew():
     assert answer.text.startswith("Under Toy Code § 1-103")
 
 
+def test_a_follow_up_naming_the_fines_leads_with_the_amount_its_provision_heading_names():
+    """"and the fines?" after a question about an audit asks how much: the amount in the provision
+    headed "Fines" answers, not the audit clause that only mentions fines; the audit's words from the
+    question before do not have to be in the amount's clause."""
+    from core.types import Turn
+
+    mentions = make_chunk(
+        "Toy Code § 1-108",
+        "A seller whose widget audit is late shall be subject to fines in accordance with § 1-109.",
+        heading="Widget audit procedure",
+    )
+    amount = make_chunk(
+        "Toy Code § 1-109",
+        "Non-compliance with this chapter shall be subject to administrative sanctions of up to $5 000 per day.",
+        heading="Fines",
+    )
+    stats = TermStats.from_texts([mentions.text, amount.text])
+    earlier = "Must our seller do a widget audit every year?"
+    history = [Turn("user", earlier), Turn("assistant", "Yes.")]
+    answer = ExtractiveGenerator(lambda c: stats).generate(
+        f"{earlier} and the fines?", [ScoredChunk(mentions, 1.0), ScoredChunk(amount, 0.9)], history
+    )
+    assert answer.text.startswith("Under Toy Code § 1-109 (Fines)"), answer.text
+
+
 def test_a_heading_joined_to_its_sentence_is_named_not_quoted():
     """"(b) Test Data. Test data may be used ...": a heading the provision's name already gives is not
     quoted again as if it were part of the rule; one that says more than the name is."""
