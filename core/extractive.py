@@ -451,7 +451,10 @@ class ExtractiveGenerator:
                 binding = _coverage(terms | context, about) if about else 1.0
                 # a retention period must be for keeping what was asked about, not something else
                 names_kept = not kept or not kept.isdisjoint(terms | context)
-                bound = names_kept and binding >= self.config.min_value_binding
+                # A clause keeping all of what was asked about is about it, however much scene the
+                # question sets ("HR here. The vendor's tool writes logs into our tenant. How long do
+                # we keep those logs?")
+                bound = (names_kept and binding >= self.config.min_value_binding) or (bool(kept) and kept <= terms | context)
                 if close and bound and states_value(clause, asked):
                     stating[s] = max(stating.get(s, 0.0), binding)
                 previous = terms

@@ -363,6 +363,24 @@ def test_the_value_is_bound_to_the_sentence_that_asks_for_it(question):
     assert not answer.refused and "ten business days" in answer.text
 
 
+def test_a_clause_keeping_all_of_what_a_retention_question_keeps_answers_it_however_much_scene_it_sets():
+    # The scene's words (the portal, the tenant, the nightly exports) are in no clause, so they leave
+    # too little of the question in the record-keeping clause to bind its period; naming the records
+    # kept does. A period for keeping something else (the summary) still does not answer.
+    chunks = [
+        make_chunk("Toy Code § 2-101", "A seller must keep the summary of results posted for at least 6 months."),
+        make_chunk("Toy Code § 2-102", "A seller shall keep each audit record for three years. Buyer data may be shared."),
+    ]
+    stats = TermStats.from_texts(c.text for c in chunks)
+    generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("", 0.7))
+    toward = np.array([1.0, 0.0], dtype=np.float32)
+    scene = "Ops here: our cloud portal writes nightly exports into our tenant. How long do we have to keep those audit records?"
+    answer = generator.generate(scene, scored(chunks), query_vector=toward)
+    assert not answer.refused and answer.text.startswith("Under Toy Code § 2-102"), answer.text
+    other = "Ops here: our cloud portal writes nightly exports into our tenant. How long do we have to keep the buyer data?"
+    assert generator.generate(other, scored(chunks), query_vector=toward).refused
+
+
 def test_a_follow_up_searched_with_the_question_before_it_asks_only_its_own_part():
     from core.followup import asking_part
     from core.types import Turn
