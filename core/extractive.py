@@ -320,10 +320,22 @@ class ExtractiveGenerator:
             leads = frozenset(range(len(sentences)))
         # A short follow-up asks about what it names anew ("and the penalties?" after "who may do
         # the bias audit?"): the answer leads with a sentence that names it, where one does.
+        # A sentence in the law's words for it names it too ("and do we have to tell staff?": "inform
+        # workers' representatives and the affected workers", not "the staff of notified bodies").
         topic = {t: stats.idf(t) for t in new_topic(question, asking)}
         if topic:
-            topic = _in_the_laws_words(topic, self._expansions(asking, glossary, chunks[0].collection), stats)
-            leads = frozenset(i for i in leads if set(topic) & sentences[i].terms) or leads
+            topic_expansions = self._expansions(asking, glossary, chunks[0].collection)
+            named_by_law = [
+                frozenset(content_terms(law)) for typed, law in topic_expansions if set(content_terms(typed)) & set(topic)
+            ]
+            topic = _in_the_laws_words(topic, topic_expansions, stats)
+            leads = (
+                frozenset(
+                    i for i in leads
+                    if set(topic) & sentences[i].terms or any(law and law <= sentences[i].terms for law in named_by_law)
+                )
+                or leads
+            )
         sides = self._sides(asking, glossary, stats, chunks[0].collection)
         roles = {_role(m) for m in _ROLE.findall(asking)}
         role = roles.pop() if len(roles) == 1 else None

@@ -611,6 +611,26 @@ def test_a_follow_up_naming_the_fines_leads_with_the_amount_its_provision_headin
     assert answer.text.startswith("Under Toy Code § 1-109 (Fines)"), answer.text
 
 
+def test_a_follow_up_names_its_topic_in_the_laws_words_too():
+    """"and do we have to tell staff?": the glossary's law words for it ("inform the affected workers")
+    name the topic as well as the word "staff" does, which here only speaks of another body's staff."""
+    from core.glossary import Glossary
+    from core.types import Turn
+
+    other = make_chunk("Toy Code § 1-110", "The staff of the widget board shall observe professional secrecy.")
+    duty = make_chunk("Toy Code § 1-111", "Before using a widget at work, sellers shall inform the affected workers of its use.")
+    stats = TermStats.from_texts([other.text, duty.text])
+    glossary = Glossary.of({"inform the affected workers": ["tell staff"]})
+    vectors = _VectorsByText("inform", 0.9, elsewhere=0.3)  # the duty is nearer in meaning; "staff" is not in it
+    generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=vectors, glossary=lambda c: glossary)
+    earlier = "Is our widget for scoring people risky?"
+    history = [Turn("user", earlier), Turn("assistant", "Yes.")]
+    contexts = [ScoredChunk(other, 1.0), ScoredChunk(duty, 0.9)]
+    toward = np.array([1.0, 0.0], dtype=np.float32)
+    answer = generator.generate(f"{earlier} and do we have to tell staff?", contexts, history, query_vector=toward)
+    assert answer.text.startswith("Under Toy Code § 1-111"), answer.text
+
+
 def test_a_heading_joined_to_its_sentence_is_named_not_quoted():
     """"(b) Test Data. Test data may be used ...": a heading the provision's name already gives is not
     quoted again as if it were part of the rule; one that says more than the name is."""
