@@ -173,6 +173,20 @@ def test_the_shipped_glossaries_load_for_their_corpora():
         assert all(phrasings and all(p.strip() for p in phrasings) for phrasings in raw.values())
 
 
+@pytest.mark.parametrize(
+    ("question", "laws_words"),
+    [
+        ("which AI systems count as high-risk?", "classification rules for high-risk AI systems"),
+        ("Are we required to tell the applicants that AI is being used on them?", "subject to the use of the high-risk"),
+        ("and do we have to tell staff?", "workers' representatives and the affected workers"),
+    ],
+)
+def test_the_eu_ai_act_glossary_gives_the_laws_words_for_plain_questions(question: str, laws_words: str):
+    path = load_manifest().corpora["eu-ai-act"].glossary_path()
+    expanded, _ = Glossary.read(path).expand(question)
+    assert laws_words in expanded
+
+
 def _write(directory: Path, name: str, content: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / name).write_text(content, encoding="utf-8")
