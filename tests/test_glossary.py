@@ -179,6 +179,10 @@ def test_the_shipped_glossaries_load_for_their_corpora():
         ("which AI systems count as high-risk?", "classification rules for high-risk AI systems"),
         ("Are we required to tell the applicants that AI is being used on them?", "subject to the use of the high-risk"),
         ("and do we have to tell staff?", "workers' representatives and the affected workers"),
+        ("what do we have to publish about the data we trained it on?", "sufficiently detailed summary"),
+        ("what if it's obviously a parody sketch though?", "evidently artistic, creative, satirical"),
+        ("and what if the patient died?", "death of a person"),
+        ("It only reformats CVs. Is that still high-risk?", "shall not be considered to be high-risk"),
     ],
 )
 def test_the_eu_ai_act_glossary_gives_the_laws_words_for_plain_questions(question: str, laws_words: str):
