@@ -191,6 +191,20 @@ def test_the_eu_ai_act_glossary_gives_the_laws_words_for_plain_questions(questio
     assert laws_words in expanded
 
 
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        ("What's the maximum GDPR fine for skipping an impact assessment?", "fines under the GDPR"),
+        ("Under the AI Liability Directive, who carries the burden of proof?", "the AI Liability Directive"),
+        ("roughly what do compliance consultants charge for a readiness review?", "what consultants charge"),
+        ("Which GDPR lawful basis should we use to train on support chats?", "a lawful basis under the GDPR"),
+    ],
+)
+def test_the_eu_ai_act_glossary_names_what_the_act_is_silent_on(question: str, topic: str):
+    path = load_manifest().corpora["eu-ai-act"].glossary_path()
+    assert Glossary.read(path).silent_on(question, "Article 99 Penalties ... administrative fines") == [topic]
+
+
 def _write(directory: Path, name: str, content: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / name).write_text(content, encoding="utf-8")
