@@ -37,6 +37,10 @@ class Comparison:
     second: str
     rest: str  # the question's other sentences ("we resell a US vendor's software ...")
 
+    def between_names(self) -> bool:
+        """Whether both sides are names ("provider vs deployer"), not descriptions."""
+        return all(len(side.split()) <= MAX_NAME_WORDS for side in (self.first, self.second))
+
     def side_queries(self) -> tuple[str, str]:
         """What to search for each side: the side, with the rest of the question when the side is
         only a name ("importer" -> "importer; we resell a US vendor's AI software in the EU")."""

@@ -504,20 +504,29 @@ class ExtractiveGenerator:
         def words(s: _Sentence) -> int:
             return len(s.text(chunks).split())
 
-        def fits(i: int) -> bool:  # new to the answer, no near-duplicate of a quote, within the word limit
+        def fits(i: int, alike: bool = False) -> bool:
+            """New to the answer, no near-duplicate of a quote (unless `alike` may be), within the word limit."""
             s = sentences[i]
             return (
                 s not in chosen
-                and not any(_near_duplicate(s, c) for c in chosen)
+                and (alike or not any(_near_duplicate(s, c) for c in chosen))
                 and sum(map(words, chosen)) + words(s) <= self.config.max_words
             )
 
         # A comparison is answered about both sides: the best sentence about a side no quote speaks
-        # of yet comes next, however much less likely than the first.
+        # of yet comes next, however much less likely than the first, and however like the first it
+        # is worded (two definitions of the same shape: the difference is what is asked).
+        # Where the answer opens with a definition, the other side's definition is its match
+        # ("provider vs deployer": Art. 3(3) beside Art. 3(4), not a duty that names providers).
+        by_definition = bool(defined_names(sentences[best].text(chunks)))
         for side in found.sides:
             if len(chosen) >= self.config.max_sentences or any(_speaks_of(c.text(chunks), c.terms, side) for c in chosen):
                 continue
-            about = next((i for i in order if fits(i) and _speaks_of(sentences[i].text(chunks), sentences[i].terms, side)), None)
+            speaking = [
+                i for i in order if fits(i, alike=True) and _speaks_of(sentences[i].text(chunks), sentences[i].terms, side)
+            ]
+            defining = [i for i in speaking if defined_names(sentences[i].text(chunks))] if by_definition else []
+            about = next(iter(defining or speaking), None)
             if about is not None:
                 chosen.append(sentences[about])
         floor = float(scores[best]) + math.log(self.config.follow_share)

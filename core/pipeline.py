@@ -388,6 +388,13 @@ class AnswerPipeline:
         placed right after the best one overall. Scores stay those of the places (a provision
         moved up takes the score of the place it takes), so they still fall with the rank."""
         assert self.embed_queries is not None
+        # Two names the collection defines are told apart by their definitions ("provider vs
+        # deployer": Art. 3(3) beside Art. 3(4), not a duty that names providers).
+        if self.provisions is not None and comparison.between_names():
+            features = self.provisions.features(collection)
+            defining = [features.defining(side) for side in (comparison.first, comparison.second)]
+            if all(defining):
+                return _with_scores_of_places(_after_best(ranked, [ScoredChunk(c, 0.0) for c in defining if c]), ranked)
         plans = [self._plan(query, collection) for query in comparison.side_queries()]
         vectors = self.embed_queries([text for p in plans for text in (p.text, *p.pieces)])
         best: list[ScoredChunk] = []
@@ -398,11 +405,7 @@ class AnswerPipeline:
             found = self._rank_provisions(side, collection, own[0], own[1:], params)
             if found:
                 best.append(found[0])
-        order: list[ScoredChunk] = ranked[:1]
-        for sc in [*best, *ranked[1:]]:
-            if all(sc.chunk.id != kept.chunk.id for kept in order):
-                order.append(sc)
-        return _with_scores_of_places(order, ranked)
+        return _with_scores_of_places(_after_best(ranked, best), ranked)
 
     def _retrieve(
         self, queries: list[str], vectors: np.ndarray | None, params: RetrievalParams, collection: str
@@ -502,6 +505,15 @@ FOLLOW_UP_ANSWER_WEIGHT = 1.5
 # the thread, and left where it is when already among the first FOLLOW_UP_BEST_KEPT.
 FOLLOW_UP_THREAD_WEIGHT = 0.5
 FOLLOW_UP_BEST_KEPT = 4
+
+
+def _after_best(ranked: list[ScoredChunk], moved: list[ScoredChunk]) -> list[ScoredChunk]:
+    """`ranked` with `moved` placed right after its best provision (each provision once)."""
+    order: list[ScoredChunk] = ranked[:1]
+    for sc in [*moved, *ranked[1:]]:
+        if all(sc.chunk.id != kept.chunk.id for kept in order):
+            order.append(sc)
+    return order
 
 
 def _with_scores_of_places(order: list[ScoredChunk], ranked: list[ScoredChunk]) -> list[ScoredChunk]:

@@ -33,7 +33,7 @@ from core.roles import role_of
 from core.segments import SegmentIndex, chunk_segments
 from core.termstats import TermStats
 from core.text import content_terms, framing_terms
-from core.types import ScoredChunk
+from core.types import Chunk, ScoredChunk
 
 FEATURES: tuple[str, ...] = (
     "chunk",  # cosine(question, provision)
@@ -130,6 +130,13 @@ class FeatureBuilder:
         for j, text in enumerate(segments.segment_texts):
             for term in set(content_terms(text)):
                 self._segments_with.setdefault(term, []).append(j)
+
+    def defining(self, name: str) -> Chunk | None:
+        """The definition that defines `name` ("provider": Art. 3(3)), None when none does or the
+        collection defines it more than once (which one is meant is then not known)."""
+        wanted = " ".join(content_terms(name))
+        found = [self.segments.chunks[i] for i, terms in enumerate(self._defined) if wanted and wanted in terms]
+        return found[0] if len(found) == 1 else None
 
     def build(
         self,

@@ -51,3 +51,42 @@ def test_each_side_of_a_comparison_gets_its_best_provision_right_after_the_best_
     assert [sc.chunk.label for sc in merged] == ["provider", "importer", "distributor", "deployer"]
     # the scores are the places' scores: still falling with the rank
     assert [sc.score for sc in merged] == [0.9, 0.8, 0.3, 0.2]
+
+
+def test_two_names_the_collection_defines_are_compared_by_their_definitions():
+    """"provider vs deployer": the side rankings found duties naming providers (Art. 25(4)) before
+    the definition; the definitions tell the two apart."""
+    from core.ranking import FeatureBuilder
+    from core.segments import SegmentIndex
+
+    importer = make_chunk("Toy Act Art. 3(1)", "(1) ‘importer’ means a seller that brings in widgets;", heading="Definitions")
+    distributor = make_chunk("Toy Act Art. 3(2)", "(2) ‘distributor’ means a seller that resells widgets;", heading="Definitions")
+    duty = make_chunk("Toy Act Art. 9", "The importer shall keep records of widgets.", heading="Records")
+    other = make_chunk("Toy Act Art. 10", "Fines are up to EUR 500.", heading="Penalties")
+    embedder = HashingEmbedder(dim=64)
+
+    class Vectors:
+        def get(self, texts):
+            return embedder.embed_passages(list(texts))
+
+    features = FeatureBuilder(SegmentIndex([importer, distributor, duty, other], Vectors()))
+    assert features.defining("an importer") is importer and features.defining("the maker") is None
+
+    class Provisions:
+        def features(self, collection):
+            return features
+
+    params = RetrievalParams(top_k=4, fusion="rankedFusion", alpha=0.5)
+    pipeline = AnswerPipeline(
+        index=None,  # type: ignore[arg-type]  # not searched
+        generator=None,  # type: ignore[arg-type]
+        params=params,
+        default_collection="toy",
+        count_tokens=lambda text: len(text.split()),
+        embed_queries=embedder.embed_queries,
+        provisions=Provisions(),  # type: ignore[arg-type]
+    )
+    overall = [ScoredChunk(distributor, 0.9), ScoredChunk(duty, 0.8), ScoredChunk(other, 0.3), ScoredChunk(importer, 0.2)]
+    merged = pipeline._with_each_side(compared("importer vs distributor, what's the difference?"), overall, "toy", params)
+    assert [sc.chunk.label for sc in merged][:2] == ["Toy Act Art. 3(2)", "Toy Act Art. 3(1)"]
+    assert [sc.score for sc in merged] == [0.9, 0.8, 0.3, 0.2]

@@ -659,3 +659,27 @@ def test_a_heading_joined_to_its_sentence_is_named_not_quoted():
         "Are widgets that control water supply risky?", [ScoredChunk(listed, 1.0)]
     )
     assert "“2. Critical widgets: widgets used" in kept.text, kept.text
+
+
+def test_a_comparison_of_two_definitions_worded_alike_quotes_both():
+    """Two definitions of the same shape ("a person ... that develops" / "a person ... using") are no
+    near-duplicates when the difference between them is what is asked."""
+    provider = make_chunk(
+        "Toy Act Art. 3(3)",
+        "(3) ‘provider’ means a natural or legal person, public authority, agency or other body established in the city "
+        "that develops a widget for sale in shops, markets or stalls, whether for payment or free of charge;",
+    )
+    deployer = make_chunk(
+        "Toy Act Art. 3(4)",
+        "(4) ‘deployer’ means a natural or legal person, public authority, agency or other body established in the city "
+        "that uses a widget for sale in shops, markets or stalls, whether for payment or free of charge;",
+    )
+    duty = make_chunk("Toy Act Art. 9", "The provider shall keep records of widgets sold.")
+    stats = TermStats.from_texts([provider.text, deployer.text, duty.text, "The seller sells widgets."])
+    contexts = [ScoredChunk(deployer, 1.0), ScoredChunk(duty, 0.6), ScoredChunk(provider, 0.2)]
+    lead_only = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(follow_share=0.999))
+    answer = lead_only.generate("provider vs deployer - what's the difference?", contexts)
+    # the lead defines one side: the other side's definition is its match, not a duty naming it
+    assert "‘deployer’ means" in answer.text and "‘provider’ means" in answer.text
+    assert "keep records" not in answer.text
+    assert "‘provider’ means" not in lead_only.generate("What is a deployer?", contexts).text
