@@ -81,7 +81,7 @@ _IS_THERE = (
     r"\b(?:is there|are there|does (?:the|this|it)\b[\w\s]{0,20}?\b(?:set|prescribe|specify|fix|impose|state))"
     r"\s+(?:(?:a|an|any|some|one)\s+)?(?:[\w./-]+\s+){0,3}?"
 )
-_WHAT_IS_THE = r"\bwhat (?:is|was|are|were|'s) the (?:(?:general|overall|public|typical|usual)\s+)?"
+_WHAT_IS_THE = r"\bwhat(?:\s+(?:is|was|are|were)|['’]s|s)\s+the\s+(?:(?:general|overall|public|typical|usual)\s+)?"
 _Kinds = tuple[tuple[str, ...], ...]
 _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool]] = [
     # (pattern, kind groups[, required]); the first match wins.
@@ -134,6 +134,12 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
         (("percentage",),),
     ),
     (re.compile(r"\b(?P<ask>what)\s+(?:[\w-]+\s+)?(?P<verb>fees?|price)\b", re.I), (("money",),)),
+    # "What's the maximum number of people we can enrol?" asks for a count: a clause that states
+    # none (the conditions of the test) does not answer it.
+    (
+        re.compile(_WHAT_IS_THE + r"(?:max(?:imum)?|min(?:imum)?|highest|lowest|largest|smallest)\s+number\s+of\b", re.I),
+        (("count",),),
+    ),
     (re.compile(_WHAT_IS_THE + r"(?:average|mean|median) age\b", re.I), (("statistic",), ("age",))),
     (re.compile(_WHAT_IS_THE + r"(?:average|mean|median)\b", re.I), (("statistic",),)),
     (re.compile(_WHAT_IS_THE + r"ages?\b", re.I), (("age",),)),

@@ -25,6 +25,10 @@ from hypa_testkit.toy import make_chunk, scored, toy_generator
         ("What minimum accuracy percentage must the tool reach?", (("percentage",),), None),
         ("What fee does the department charge for an audit?", (("money",),), None),
         ("What is the average age of the male applicants?", (("statistic",), ("age",)), None),
+        ("What's the average age of the male applicants?", (("statistic",), ("age",)), None),  # "what's" too
+        ("whats the median score?", (("statistic",),), None),
+        ("What’s the maximum number of people we can enrol as test subjects?", (("count",),), None),
+        ("what is the minimum number of staff who must confirm a match?", (("count",),), None),
         ("What was the general sentiment of the comments?", (("opinion",),), None),
         ("How often must the tool be audited?", (("duration",),), "tool"),
         ("For how many years does the vendor provide historical data?", (("duration",),), "vendor"),
