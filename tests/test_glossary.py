@@ -205,6 +205,28 @@ def test_the_eu_ai_act_glossary_names_what_the_act_is_silent_on(question: str, t
     assert Glossary.read(path).silent_on(question, "Article 99 Penalties ... administrative fines") == [topic]
 
 
+@pytest.mark.parametrize(
+    ("question", "laws_words"),
+    [
+        ("does LL144 stop me from suing the employer myself?", "civil action, court of competent jurisdiction"),
+        ("can i ask them to evaluate me some other way?", "alternative selection process"),
+        ("where does that case get heard? Is it an actual court?", "office of administrative trials and hearings"),
+    ],
+)
+def test_the_ll144_glossary_gives_the_laws_words_for_plain_questions(question: str, laws_words: str):
+    path = load_manifest().corpora["ll144"].glossary_path()
+    expanded, _ = Glossary.read(path).expand(question)
+    assert laws_words in expanded
+
+
+def test_the_ll144_glossary_names_what_the_law_is_silent_on():
+    glossary = Glossary.read(load_manifest().corpora["ll144"].glossary_path())
+    assert glossary.silent_on("any data residency rules, do we keep it on US servers?", "") == ["where the data must be stored"]
+    assert glossary.silent_on("if the impact ratio is under 0.8 do we have to pull the tool?", "") == [
+        "a pass/fail threshold for the impact ratio"
+    ]
+
+
 def _write(directory: Path, name: str, content: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / name).write_text(content, encoding="utf-8")
