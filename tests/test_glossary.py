@@ -187,6 +187,8 @@ def test_the_shipped_glossaries_load_for_their_corpora():
         ("Who enforces the AI Act in each EU country?", "market surveillance authority, national competent authority"),
         ("Once it's done, do we have to send it to anyone?", "notify the market surveillance authority of its results"),
         ("We concluded our tool isn't high-risk. What do we have to do?", "is not high-risk shall document its assessment"),
+        ("If the regulator disagrees, what can they do?", "classified by the provider as non-high-risk"),
+        ("is a hand-coded rules engine (no ML) an AI system?", "rules defined solely by natural persons"),
     ],
 )
 def test_the_eu_ai_act_glossary_gives_the_laws_words_for_plain_questions(question: str, laws_words: str):
