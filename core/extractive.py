@@ -875,11 +875,13 @@ def _after_heading_lines(text: str, a: int, b: int, heading: str) -> int:
     is nothing but a heading ("§ 5-304 Notice to Candidates and Employees.") starts at its end."""
     keys = _heading_keys(heading)
     start = a
+    wrapped = False  # the line before was a heading that runs on ("... classified by the provider as")
     while True:
         newline = text.find("\n", start, b)
         line = text[start : newline if newline >= 0 else b].strip()
-        if not _is_heading_line(line, keys):
+        if not (_is_heading_line(line, keys) or (wrapped and _continues_heading(line))):
             break
+        wrapped = _RUNS_ON.search(line) is not None and " ".join(line.split()).lower().rstrip(".") in keys
         if newline < 0:
             return b
         start = newline + 1
@@ -892,6 +894,16 @@ def _after_heading_lines(text: str, a: int, b: int, heading: str) -> int:
                 after += len(text[after:b]) - len(text[after:b].lstrip(". "))
                 return after if after < b else b
     return start
+
+
+# A heading cut by the PDF's line wrap ends in a word no heading ends in: its next line runs on
+# ("Procedure for dealing with AI systems classified by the provider as" / "non-high-risk in
+# application of Annex III"), short and without a sentence's end.
+_RUNS_ON = re.compile(r"\b(?:as|of|the|and|for|to|by|in|with|on|or|a|an)$", re.IGNORECASE)
+
+
+def _continues_heading(line: str) -> bool:
+    return 0 < len(line.split()) <= MAX_HEADING_WORDS and not line.endswith((".", ";", ":", ","))
 
 
 # A section label opening a line: "§ 20-872 ", "§ 5-300. ".

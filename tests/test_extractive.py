@@ -683,3 +683,19 @@ def test_a_comparison_of_two_definitions_worded_alike_quotes_both():
     assert "‘deployer’ means" in answer.text and "‘provider’ means" in answer.text
     assert "keep records" not in answer.text
     assert "‘provider’ means" not in lead_only.generate("What is a deployer?", contexts).text
+
+
+def test_a_heading_the_pdf_wrapped_onto_a_second_line_is_not_quoted():
+    """"Procedure for dealing with AI systems classified by the provider as" / "non-high-risk in
+    application of Annex III": the second line is the heading's end, not the rule's start."""
+    text = (
+        "Article 8\nProcedure for widgets classified by the seller as\nnot risky in application of Annex II\n"
+        "1. Where an authority considers that a widget classified by the seller as not risky is risky, it shall "
+        "evaluate the widget."
+    )
+    chunk = make_chunk("Toy Act Art. 8(1)", text, heading="Procedure for widgets classified by the seller as")
+    stats = TermStats.from_texts([text, "The seller sells widgets."])
+    answer = ExtractiveGenerator(lambda c: stats).generate("What can an authority do about a widget classified as not risky?",
+                                                            [ScoredChunk(chunk, 1.0)])
+    assert "“1. Where an authority considers" in answer.text
+    assert answer.citations[0].quote.startswith("1. Where")
