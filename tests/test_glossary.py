@@ -174,63 +174,46 @@ def test_the_shipped_glossaries_load_for_their_corpora():
 
 
 @pytest.mark.parametrize(
-    ("question", "laws_words"),
+    ("collection", "question", "laws_words"),
     [
-        ("which AI systems count as high-risk?", "classification rules for high-risk AI systems"),
-        ("Are we required to tell the applicants that AI is being used on them?", "subject to the use of the high-risk"),
-        ("and do we have to tell staff?", "workers' representatives and the affected workers"),
-        ("what do we have to publish about the data we trained it on?", "sufficiently detailed summary"),
-        ("what if it's obviously a parody sketch though?", "evidently artistic, creative, satirical"),
-        ("and what if the patient died?", "death of a person"),
-        ("It only reformats CVs. Is that still high-risk?", "shall not be considered to be high-risk"),
-        ("and if we cross that do we have to tell anyone? how fast?", "notify the Commission without delay"),
-        ("Who enforces the AI Act in each EU country?", "market surveillance authority, national competent authority"),
-        ("Once it's done, do we have to send it to anyone?", "notify the market surveillance authority of its results"),
-        ("We concluded our tool isn't high-risk. What do we have to do?", "is not high-risk shall document its assessment"),
-        ("If the regulator disagrees, what can they do?", "classified by the provider as non-high-risk"),
-        ("is a hand-coded rules engine (no ML) an AI system?", "rules defined solely by natural persons"),
+        ("eu-ai-act", "which AI systems count as high-risk?", "classification rules for high-risk AI systems"),
+        ("eu-ai-act", "Must we tell the applicants that AI is being used on them?", "subject to the use of the high-risk"),
+        ("eu-ai-act", "and do we have to tell staff?", "workers' representatives and the affected workers"),
+        ("eu-ai-act", "what do we have to publish about the data we trained it on?", "sufficiently detailed summary"),
+        ("eu-ai-act", "what if it's obviously a parody sketch though?", "evidently artistic, creative, satirical"),
+        ("eu-ai-act", "and what if the patient died?", "death of a person"),
+        ("eu-ai-act", "It only reformats CVs. Is that still high-risk?", "shall not be considered to be high-risk"),
+        ("eu-ai-act", "and if we cross that do we have to tell anyone? how fast?", "notify the Commission without delay"),
+        ("eu-ai-act", "Who enforces the AI Act in each EU country?", "national competent authority"),
+        ("eu-ai-act", "Once it's done, do we have to send it to anyone?", "authority of its results"),
+        ("eu-ai-act", "We concluded our tool isn't high-risk. What now?", "shall document its assessment"),
+        ("eu-ai-act", "If the regulator disagrees, what can they do?", "classified by the provider as non-high-risk"),
+        ("eu-ai-act", "is a hand-coded rules engine (no ML) an AI system?", "rules defined solely by natural persons"),
+        ("ll144", "does LL144 stop me from suing the employer myself?", "civil action, court of competent jurisdiction"),
+        ("ll144", "can i ask them to evaluate me some other way?", "alternative selection process"),
+        ("ll144", "where does that case get heard? Is it an actual court?", "office of administrative trials and hearings"),
     ],
 )
-def test_the_eu_ai_act_glossary_gives_the_laws_words_for_plain_questions(question: str, laws_words: str):
-    path = load_manifest().corpora["eu-ai-act"].glossary_path()
+def test_the_shipped_glossaries_give_the_laws_words_for_plain_questions(collection: str, question: str, laws_words: str):
+    path = load_manifest().corpora[collection].glossary_path()
     expanded, _ = Glossary.read(path).expand(question)
     assert laws_words in expanded
 
 
 @pytest.mark.parametrize(
-    ("question", "topic"),
+    ("collection", "question", "topic"),
     [
-        ("What's the maximum GDPR fine for skipping an impact assessment?", "fines under the GDPR"),
-        ("Under the AI Liability Directive, who carries the burden of proof?", "the AI Liability Directive"),
-        ("roughly what do compliance consultants charge for a readiness review?", "what consultants charge"),
-        ("Which GDPR lawful basis should we use to train on support chats?", "a lawful basis under the GDPR"),
+        ("eu-ai-act", "What's the maximum GDPR fine for skipping an impact assessment?", "fines under the GDPR"),
+        ("eu-ai-act", "Under the AI Liability Directive, who carries the burden of proof?", "the AI Liability Directive"),
+        ("eu-ai-act", "roughly what do compliance consultants charge for a readiness review?", "what consultants charge"),
+        ("eu-ai-act", "Which GDPR lawful basis should we use to train on support chats?", "a lawful basis under the GDPR"),
+        ("ll144", "any data residency rules, do we keep it on US servers?", "where the data must be stored"),
+        ("ll144", "if the impact ratio is under 0.8 do we have to pull the tool?", "a pass/fail threshold for the impact ratio"),
     ],
 )
-def test_the_eu_ai_act_glossary_names_what_the_act_is_silent_on(question: str, topic: str):
-    path = load_manifest().corpora["eu-ai-act"].glossary_path()
-    assert Glossary.read(path).silent_on(question, "Article 99 Penalties ... administrative fines") == [topic]
-
-
-@pytest.mark.parametrize(
-    ("question", "laws_words"),
-    [
-        ("does LL144 stop me from suing the employer myself?", "civil action, court of competent jurisdiction"),
-        ("can i ask them to evaluate me some other way?", "alternative selection process"),
-        ("where does that case get heard? Is it an actual court?", "office of administrative trials and hearings"),
-    ],
-)
-def test_the_ll144_glossary_gives_the_laws_words_for_plain_questions(question: str, laws_words: str):
-    path = load_manifest().corpora["ll144"].glossary_path()
-    expanded, _ = Glossary.read(path).expand(question)
-    assert laws_words in expanded
-
-
-def test_the_ll144_glossary_names_what_the_law_is_silent_on():
-    glossary = Glossary.read(load_manifest().corpora["ll144"].glossary_path())
-    assert glossary.silent_on("any data residency rules, do we keep it on US servers?", "") == ["where the data must be stored"]
-    assert glossary.silent_on("if the impact ratio is under 0.8 do we have to pull the tool?", "") == [
-        "a pass/fail threshold for the impact ratio"
-    ]
+def test_the_shipped_glossaries_name_what_their_law_is_silent_on(collection: str, question: str, topic: str):
+    path = load_manifest().corpora[collection].glossary_path()
+    assert Glossary.read(path).silent_on(question, "Penalties ... administrative fines") == [topic]
 
 
 def _write(directory: Path, name: str, content: str) -> None:
