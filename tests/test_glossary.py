@@ -186,7 +186,6 @@ def test_the_shipped_glossaries_load_for_their_corpora():
         ("eu-ai-act", "and if we cross that do we have to tell anyone? how fast?", "notify the Commission without delay"),
         ("eu-ai-act", "Who enforces the AI Act in each EU country?", "national competent authority"),
         ("eu-ai-act", "Once it's done, do we have to send it to anyone?", "authority of its results"),
-        ("eu-ai-act", "We concluded our tool isn't high-risk. What now?", "shall document its assessment"),
         ("eu-ai-act", "If the regulator disagrees, what can they do?", "classified by the provider as non-high-risk"),
         ("eu-ai-act", "is a hand-coded rules engine (no ML) an AI system?", "rules defined solely by natural persons"),
         ("ll144", "does LL144 stop me from suing the employer myself?", "civil action, court of competent jurisdiction"),
