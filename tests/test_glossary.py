@@ -206,6 +206,8 @@ def test_the_shipped_glossaries_give_the_laws_words_for_plain_questions(collecti
         ("eu-ai-act", "Under the AI Liability Directive, who carries the burden of proof?", "the AI Liability Directive"),
         ("eu-ai-act", "roughly what do compliance consultants charge for a readiness review?", "what consultants charge"),
         ("eu-ai-act", "Which GDPR lawful basis should we use to train on support chats?", "a lawful basis under the GDPR"),
+        ("eu-ai-act", "which tools or vendors are best for bias testing?", "which tools or vendors to use"),
+        ("ll144", "can you recommend an auditor for our bias audit?", "which auditors, tools or vendors to use"),
         ("ll144", "any data residency rules, do we keep it on US servers?", "where the data must be stored"),
         ("ll144", "if the impact ratio is under 0.8 do we have to pull the tool?", "a pass/fail threshold for the impact ratio"),
     ],
