@@ -518,7 +518,7 @@ class ExtractiveGenerator:
         # is worded (two definitions of the same shape: the difference is what is asked).
         # Where the answer opens with a definition, the other side's definition is its match
         # ("provider vs deployer": Art. 3(3) beside Art. 3(4), not a duty that names providers).
-        by_definition = bool(defined_names(sentences[best].text(chunks)))
+        by_definition = bool(found.sides) and bool(defined_names(sentences[best].text(chunks)))
         for side in found.sides:
             if len(chosen) >= self.config.max_sentences or any(_speaks_of(c.text(chunks), c.terms, side) for c in chosen):
                 continue
@@ -881,7 +881,7 @@ def _after_heading_lines(text: str, a: int, b: int, heading: str) -> int:
         line = text[start : newline if newline >= 0 else b].strip()
         if not (_is_heading_line(line, keys) or (wrapped and _continues_heading(line))):
             break
-        wrapped = _RUNS_ON.search(line) is not None and " ".join(line.split()).lower().rstrip(".") in keys
+        wrapped = _RUNS_ON.search(line) is not None and _heading_key(line) in keys
         if newline < 0:
             return b
         start = newline + 1
@@ -912,15 +912,19 @@ _INLINE_LABEL = re.compile(r"§+\s*[\d-]+\.?\s+")
 
 def _heading_keys(heading: str) -> set[str]:
     """A unit's heading and, for "Definitions — Bias Audit", its parent heading, as compared."""
-    full = " ".join(heading.split()).lower().rstrip(".")
+    full = _heading_key(heading)
     return {k for k in (full, full.split(" — ")[0].strip().rstrip(".")) if k}
 
 
+def _heading_key(text: str) -> str:
+    """A heading as headings are compared: one space between words, lower case, no final stop."""
+    return " ".join(text.split()).lower().rstrip(".")
+
+
 def _is_heading_line(line: str, keys: set[str]) -> bool:
-    key = " ".join(line.split()).lower().rstrip(".")
     return bool(line) and bool(
         _HEADING_LINE.match(line)
-        or key in keys
+        or _heading_key(line) in keys
         or (line.startswith("§") and len(line.split()) <= MAX_HEADING_WORDS)  # "§ 5-301 Bias Audit."
     )
 
