@@ -37,6 +37,7 @@ from core.asks import asks_definition, asks_list, defined_names, defined_terms, 
 from core.comparison import compared
 from core.followup import asking_part, new_topic
 from core.glossary import Glossary
+from core.ingest.references import with_cited_titles
 from core.lexicon import Lexicon, english_words
 from core.linear import LinearModel
 from core.places import place_and_language_names
@@ -277,7 +278,7 @@ class ExtractiveGenerator:
         for term in defined_term_asked(question):
             if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
                 return _Candidates.declined("They define no such term.")
-        cosines = self._cosines(sentences, query_vector)
+        cosines = self._cosines(sentences, chunks, query_vector)
         asked = asked_value(asking)
         stating: dict[_Sentence, float] = {}
         if asked is not None:
@@ -362,11 +363,22 @@ class ExtractiveGenerator:
 
     # -- signals -------------------------------------------------------------------------------
 
-    def _cosines(self, sentences: list[_Sentence], query_vector: np.ndarray | None) -> np.ndarray | None:
+    def _cosines(
+        self, sentences: list[_Sentence], chunks: list[Chunk], query_vector: np.ndarray | None
+    ) -> np.ndarray | None:
+        """How close each sentence is to the question: as quoted, or read with the titles of the
+        units it cites, whichever is closer ("(a) Chapters I and II shall apply from …" is about
+        prohibited AI practices, Chapter II). Both readings are stored at ingest."""
         if self._sentence_vectors is None or query_vector is None:
             return None
-        vectors = self._sentence_vectors.get([s.unit for s in sentences])
-        return vectors @ np.asarray(query_vector, dtype=np.float32)
+        query = np.asarray(query_vector, dtype=np.float32)
+        cosines = self._sentence_vectors.get([s.unit for s in sentences]) @ query
+        titled = [with_cited_titles(s.unit, chunks[s.rank].references) for s in sentences]
+        rows = [i for i, (s, t) in enumerate(zip(sentences, titled)) if t != s.unit]
+        if rows:
+            read = self._sentence_vectors.get([titled[i] for i in rows]) @ query
+            cosines[rows] = np.maximum(cosines[rows], read)
+        return cosines
 
     def _features(
         self,

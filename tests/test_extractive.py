@@ -501,6 +501,25 @@ def test_an_items_closeness_to_the_question_is_also_read_after_its_heading():
     assert generator._with_headings(sentences, [item], cosines, query, {}) is cosines  # no titled chunk
 
 
+def test_a_sentence_is_also_read_with_the_titles_of_the_units_it_cites():
+    """"(a) Chapters I and II shall apply from …" is about prohibited practices (Chapter II): its
+    closeness to "when do the bans apply?" is read with the cited chapter's title too."""
+    from core.extractive import _sentences
+
+    class Vectors:  # "about bans" when the text names them, "about something else" otherwise
+        def get(self, texts):
+            return np.array([[1.0, 0.0] if "Prohibited" in t else [0.0, 1.0] for t in texts], dtype=np.float32)
+
+    item = make_chunk("Toy Code § 9(a)", "(a) Chapters I and II shall apply from six months after entry into force;")
+    cited = replace(item, references="Chapter I: General provisions; Chapter II: Prohibited practices")
+    generator = ExtractiveGenerator(lambda c: TermStats.from_texts([item.text]), sentence_vectors=Vectors())
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    read = generator._cosines(_sentences([cited]), [cited], query)
+    assert read is not None and float(read.max()) == 1.0
+    bare = generator._cosines(_sentences([item]), [item], query)  # no titles stored: the text alone
+    assert bare is not None and float(bare.max()) == 0.0
+
+
 def test_a_comparison_is_answered_about_both_sides():
     from core.extractive import _speaks_of
 
