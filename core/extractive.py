@@ -697,7 +697,47 @@ def unknown_names(question: str, stats: TermStats, known: frozenset[str] = froze
                 continue
             if word in place_and_language_names() and all(stats.doc_freq.get(t, 0) == 0 for t in content_terms(word)):
                 names.append(word.capitalize())
-    return names
+    return names + [name for name in other_laws(question, stats, known) if name not in names]
+
+
+# The laws of a place: "the Colorado AI Act", "Illinois law", "California's rules", "what does the UK
+# require", and "their laws" for the places a statement before the question names ("We also hire in
+# Colorado and Illinois. Do their AI hiring laws require the same audit?").
+_LAW_WORD = r"(?:acts?|laws?|legislation|regulations?|rules|statutes?|bills?|ordinances?)"
+_PLACE_LAW = re.compile(rf"^(?:['’]s)?\s+(?:(?:[\w-]+\s+){{0,2}}?{_LAW_WORD}|requires?)\b", re.IGNORECASE)
+_THEIR_LAWS = re.compile(r"\b(?:their|those|these)\s+(?:[\w-]+\s+){0,3}?(?:laws|legislation|statutes|acts)\b", re.IGNORECASE)
+# Short names of countries users type in capitals, and never mean as an ordinary word.
+_COUNTRY_ABBREVIATIONS = re.compile(r"(?<![\w.])(?:U\.?K\.?|U\.?S\.?A?\.?)(?![\w.])")
+_CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,})?(?![\w'’])")
+
+
+def other_laws(question: str, stats: TermStats, known: frozenset[str] = frozenset()) -> list[str]:
+    """Places the collection never names whose own laws the message asks about ("... the Colorado
+    AI Act - does it have the same deadlines?"): the regulations cannot say what another
+    jurisdiction requires. A place's law named in a statement only sets the scene ("We follow
+    Illinois rules already. Do we need a bias audit for NYC?"), unless the question asks about
+    "their laws"; a place alone is never one of these ("We're hiring in Berlin. ...")."""
+    asking = " ".join(asking_sentences(question))
+    if _THEIR_LAWS.search(asking):
+        return list(dict.fromkeys(name for name, _ in _unknown_places(question, stats, known)))
+    return list(dict.fromkeys(name for name, end in _unknown_places(asking, stats, known) if _PLACE_LAW.match(asking[end:])))
+
+
+def _unknown_places(text: str, stats: TermStats, known: frozenset[str]) -> list[tuple[str, int]]:
+    """The places in `text` the collection never names, each with where it ends."""
+    def unknown(word: str) -> bool:
+        terms = content_terms(word)
+        return bool(terms) and word.lower() not in known and all(stats.doc_freq.get(t, 0) == 0 for t in terms)
+
+    places: list[tuple[str, int]] = []
+    for m in _CAPITALISED.finditer(text):
+        words = [w for w in m.group(0).split() if w.lower() in place_and_language_names()]
+        places.extend((w, m.end()) for w in words[:1] if unknown(w))
+    for m in re.finditer(r"\b[a-z]{3,}\b", text):
+        if m.group(0) in place_and_language_names() and unknown(m.group(0)):
+            places.append((m.group(0).capitalize(), m.end()))
+    places.extend((m.group(0), m.end()) for m in _COUNTRY_ABBREVIATIONS.finditer(text))
+    return places
 
 
 # "national regulators or Brussels?", "Brussels or the member states?": the phrase across the "or"

@@ -229,6 +229,30 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     assert answer.refused and "They do not mention Illinois." in answer.text
 
 
+def test_a_question_about_another_places_law_is_not_answered_about():
+    """The law of a place the collection never names, asked about in the sentence that asks or as
+    "their laws" after a statement naming the places; a place alone, or another law only stated as
+    the scene, is not one of these."""
+    from core.extractive import other_laws, unknown_names
+
+    stats = TermStats.from_texts(c.text for c in [sc.chunk for sc in scored()])
+    assert other_laws("Our parent asked about the Colorado AI Act - does it have the same deadlines?", stats) == ["Colorado"]
+    assert other_laws("We also sell in Colorado and Illinois. Do their widget laws require notice too?", stats) == [
+        "Colorado", "Illinois"
+    ]
+    assert other_laws("We also sell in the UK. What does the UK require for widget notices?", stats) == ["UK"]
+    assert other_laws("does california law require this too?", stats) == ["California"]
+    assert other_laws("We sell in Colorado. Must sellers notify buyers?", stats) == []  # a place alone
+    assert other_laws("We follow Illinois rules already. Must sellers notify buyers?", stats) == []  # the scene
+    assert other_laws("Our US supplier says its widgets meet the requirements; must we notify buyers?", stats) == []
+    # the sentence that asks names the place and its law: declined with the place named
+    assert unknown_names("Our parent asked about the Colorado AI Act - does it have the same deadlines?", stats) == [
+        "Colorado"
+    ]
+    answer = toy_generator().generate("We also sell in the UK. What does the UK require of sellers?", scored())
+    assert answer.refused and "They do not mention UK." in answer.text
+
+
 def test_markdown_html_and_page_numbers_are_never_quoted():
     text = (
         "## § 2 Notice.\n**(a)** A seller shall notify each buyer ten business days before selling a widget.\n"
