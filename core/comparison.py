@@ -54,11 +54,28 @@ def compared(question: str) -> Comparison | None:
     """The comparison `question` asks for, or None when it compares nothing."""
     for first, second, whole in _candidates(question):
         first = _LEADING.sub("", first.strip()).strip()
-        second = second.strip()
+        second, setting = _without_setting(first, second.strip())
         if _side(first) and _side(second):
             others = [s.strip() for s in _SENTENCE.findall(question) if s.strip() and whole not in s]
-            return Comparison(first, second, " ".join(others))
+            return Comparison(first, second, " ".join([setting, *others]).strip())
     return None
+
+
+# "historical data and test data for the bias audit": what follows the second of two names says
+# where both are compared, unless the first side has such a phrase of its own ("notice for
+# candidates and notice for employees") or is no name ("what has to go on the careers page versus
+# what goes in the notice").
+_SETTING = re.compile(r"\s+(?:for|under|in|within|according\s+to|as\s+per)\s+", re.I)
+
+
+def _without_setting(first: str, second: str) -> tuple[str, str]:
+    """The second side without a closing phrase that sets the scene of the comparison, and that phrase."""
+    m = _SETTING.search(second)
+    if m is None or _SETTING.search(first) or len(first.split()) > MAX_NAME_WORDS:
+        return second, ""
+    if not 0 < len(second[: m.start()].split()) <= MAX_NAME_WORDS:
+        return second, ""
+    return second[: m.start()], second[m.start() :].strip()
 
 
 def _candidates(question: str) -> Iterator[tuple[str, str, str]]:

@@ -528,21 +528,27 @@ class ExtractiveGenerator:
         # A comparison is answered about both sides: the best sentence about a side no quote speaks
         # of yet comes next, however much less likely than the first, and however like the first it
         # is worded (two definitions of the same shape: the difference is what is asked).
-        # Where the answer opens with a definition, the other side's definition is its match
-        # ("provider vs deployer": Art. 3(3) beside Art. 3(4), not a duty that names providers).
-        by_definition = bool(found.sides) and bool(defined_names(sentences[best].text(chunks)))
+        # A side the law defines is spoken of by its definition, not by a rule that names it
+        # ("provider vs deployer": Art. 3(3) beside Art. 3(4), not a duty that names providers;
+        # "historical data vs test data": § 5-302(b) names both, § 5-300 says what each is).
+        definitions = 0
         for side in found.sides:
-            if len(chosen) >= self.config.max_sentences or any(_speaks_of(c.text(chunks), c.terms, side) for c in chosen):
-                continue
             speaking = [
                 i for i in order if fits(i, alike=True) and _speaks_of(sentences[i].text(chunks), sentences[i].terms, side)
             ]
-            defining = [i for i in speaking if defined_names(sentences[i].text(chunks))] if by_definition else []
-            about = next(iter(defining or speaking), None)
+            defined = [i for i in speaking if defined_names(sentences[i].text(chunks))]
+            if len(chosen) >= self.config.max_sentences or any(
+                _speaks_of(c.text(chunks), c.terms, side) and (not defined or defined_names(c.text(chunks))) for c in chosen
+            ):
+                continue
+            about = next(iter(defined or speaking), None)
             if about is not None:
                 chosen.append(sentences[about])
+                definitions += 1 if defined else 0
+        # The sides' definitions answer what the comparison asks; the rest of the question ("…, and
+        # when may we use test data?") still has the usual number of quotes, within the word limit.
         floor = float(scores[best]) + math.log(self.config.follow_share)
-        while len(chosen) < self.config.max_sentences:
+        while len(chosen) < self.config.max_sentences + definitions:
             candidates = [i for i in order if scores[i] >= floor and fits(i)]
             if not candidates:
                 break

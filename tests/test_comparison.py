@@ -19,6 +19,12 @@ def test_the_two_sides_of_a_comparison():
     assert (c.first, c.second) == ("fines for unlabelled deepfakes", "fines for a banned practice")
     c = compared("Sorting out our plan. what has to go on the careers page versus what goes in the notice?")
     assert c.side_queries() == ("what has to go on the careers page", "what goes in the notice")
+    # what follows the second of two names sets the scene for both, and is searched with each
+    c = compared("whats the difference between historical data and test data for the bias audit?")
+    assert (c.first, c.second, c.rest) == ("historical data", "test data", "for the bias audit")
+    assert c.between_names()
+    c = compared("difference between the notice for candidates and the notice for employees?")
+    assert (c.first, c.second) == ("the notice for candidates", "the notice for employees")
     assert compared("What is the penalty for a first violation?") is None
     assert compared("What's the difference?") is None
     # a long message is read once, not tried at every word

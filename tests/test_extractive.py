@@ -567,6 +567,25 @@ def test_a_comparison_is_answered_about_both_sides():
     assert "‘importer’ means" not in lead_only.generate("What is a distributor?", contexts).text
 
 
+def test_each_defined_side_of_a_comparison_is_answered_by_its_definition():
+    """"historical data vs test data …, and when may we use test data?": the rule that names both
+    (§ 5-302(b)) leads, and each side's definition is quoted too, beside the rule's other sentence."""
+    rule = make_chunk(
+        "Toy Code § 1-302(b)",
+        "A seller may rely on an audit that uses test data if insufficient historical data is available. "
+        "If an audit uses test data, the summary must explain why historical data was not used.",
+    )
+    historical = make_chunk("Toy Code § 1-300(1)", "“Historical data” means data collected during a seller's own sales of widgets.")
+    test = make_chunk("Toy Code § 1-300(2)", "“Test data” means data used to conduct an audit that is not historical data.")
+    stats = TermStats.from_texts([rule.text, historical.text, test.text, "The maker sells widgets to buyers."])
+    contexts = [ScoredChunk(rule, 2.0), ScoredChunk(historical, 0.5), ScoredChunk(test, 0.5)]
+    answer = ExtractiveGenerator(lambda c: stats).generate(
+        "What's the difference between historical data and test data for an audit, and when may we use test data?", contexts
+    )
+    assert "insufficient historical data" in answer.text
+    assert "“Historical data” means" in answer.text and "“Test data” means" in answer.text
+
+
 def test_a_question_like_one_the_law_was_found_not_to_answer_is_declined_with_it():
     """Precedents the law does not answer (core/precedents.py): the nearest provision quoted back would
     read as an answer to "do sellers need insurance?"; a question unlike it is answered as before."""
