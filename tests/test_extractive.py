@@ -575,7 +575,7 @@ def test_each_defined_side_of_a_comparison_is_answered_by_its_definition():
         "A seller may rely on an audit that uses test data if insufficient historical data is available. "
         "If an audit uses test data, the summary must explain why historical data was not used.",
     )
-    historical = make_chunk("Toy Code § 1-300(1)", "“Historical data” means data collected during a seller's own sales of widgets.")
+    historical = make_chunk("Toy Code § 1-300(1)", "“Historical data” means data collected during a seller's own sales.")
     test = make_chunk("Toy Code § 1-300(2)", "“Test data” means data used to conduct an audit that is not historical data.")
     stats = TermStats.from_texts([rule.text, historical.text, test.text, "The maker sells widgets to buyers."])
     contexts = [ScoredChunk(rule, 2.0), ScoredChunk(historical, 0.5), ScoredChunk(test, 0.5)]
