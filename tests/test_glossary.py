@@ -190,6 +190,7 @@ def test_the_shipped_glossaries_load_for_their_corpora():
         ("eu-ai-act", "is a hand-coded rules engine (no ML) an AI system?", "rules defined solely by natural persons"),
         ("eu-ai-act", "Do we need a notified body, or can we self-assess?", "procedure based on internal control"),
         ("eu-ai-act", "The model we shipped doesn't actually comply. Now what?", "not in conformity with this Regulation"),
+        ("eu-ai-act", "When did the banned practices start to bite?", "entry into force, shall apply from"),
         ("ll144", "does LL144 stop me from suing the employer myself?", "civil action, court of competent jurisdiction"),
         ("ll144", "can i ask them to evaluate me some other way?", "alternative selection process"),
         ("ll144", "where does that case get heard? Is it an actual court?", "office of administrative trials and hearings"),
