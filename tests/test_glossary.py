@@ -194,6 +194,7 @@ def test_the_shipped_glossaries_load_for_their_corpora():
         ("ll144", "does LL144 stop me from suing the employer myself?", "civil action, court of competent jurisdiction"),
         ("ll144", "can i ask them to evaluate me some other way?", "alternative selection process"),
         ("ll144", "where does that case get heard? Is it an actual court?", "office of administrative trials and hearings"),
+        ("ll144", "ok and where would that get decided if we want to fight it?", "office of administrative trials and hearings"),
     ],
 )
 def test_the_shipped_glossaries_give_the_laws_words_for_plain_questions(collection: str, question: str, laws_words: str):
@@ -213,6 +214,7 @@ def test_the_shipped_glossaries_give_the_laws_words_for_plain_questions(collecti
         ("ll144", "can you recommend an auditor for our bias audit?", "which auditors, tools or vendors to use"),
         ("ll144", "any data residency rules, do we keep it on US servers?", "where the data must be stored"),
         ("ll144", "if the impact ratio is under 0.8 do we have to pull the tool?", "a pass/fail threshold for the impact ratio"),
+        ("ll144", "must we say why the AI screened them out?", "telling candidates their score or the reasons for a decision"),
     ],
 )
 def test_the_shipped_glossaries_name_what_their_law_is_silent_on(collection: str, question: str, topic: str):
