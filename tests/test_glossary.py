@@ -191,6 +191,8 @@ def test_the_shipped_glossaries_load_for_their_corpora():
         ("eu-ai-act", "Do we need a notified body, or can we self-assess?", "procedure based on internal control"),
         ("eu-ai-act", "The model we shipped doesn't actually comply. Now what?", "not in conformity with this Regulation"),
         ("eu-ai-act", "When did the banned practices start to bite?", "entry into force, shall apply from"),
+        ("eu-ai-act", "is an ai that grades student essays high risk?", "evaluate learning outcomes"),
+        ("eu-ai-act", "our AI voice agent makes sales calls, must it say it's AI?", "interact directly with natural persons"),
         ("ll144", "does LL144 stop me from suing the employer myself?", "civil action, court of competent jurisdiction"),
         ("ll144", "can i ask them to evaluate me some other way?", "alternative selection process"),
         ("ll144", "where does that case get heard? Is it an actual court?", "office of administrative trials and hearings"),
