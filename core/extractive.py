@@ -305,7 +305,14 @@ class ExtractiveGenerator:
             if sentence != question:  # a value asked in one sentence of several: that sentence's phrasings
                 expansions = self._expansions(sentence, glossary, chunks[0].collection)
             about = _in_the_laws_words(about, expansions, stats)
-            stating = self._stating_asked_value(sentences, chunks, asked, about, cosines, stats, query_vector)
+            # The subject in the law's words too ("the pilot": "testing in real world conditions").
+            subject_in_laws_words = [
+                frozenset(content_terms(law)) for typed, law in expansions
+                if asked.subject is not None and asked.subject in content_terms(typed)
+            ]
+            stating = self._stating_asked_value(
+                sentences, chunks, asked, about, cosines, stats, query_vector, subject_in_laws_words
+            )
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
         if cosines is not None:
@@ -426,6 +433,7 @@ class ExtractiveGenerator:
         cosines: np.ndarray | None,
         stats: TermStats,
         query_vector: np.ndarray | None = None,
+        subject_in_laws_words: Sequence[frozenset[str]] = (),
     ) -> dict[_Sentence, float]:
         """The sentences with a clause that states the asked kind of value about what was asked, with
         how much of what was asked their best such clause holds (with the clause before it).
@@ -445,8 +453,21 @@ class ExtractiveGenerator:
         cosines = self._with_headings(sentences, chunks, cosines, query_vector, titled)
         # Provisions that mention the question's subject; a value elsewhere is someone else's. A
         # subject the collection never uses ("the franchisee") cannot tell one provision from another.
+        # A provision naming the subject in the law's words for it (`subject_in_laws_words`, from the
+        # glossary: "how long can the pilot run?" is about "testing in real world conditions") names it too.
         subject = asked.subject if asked.subject is not None and stats.doc_freq.get(asked.subject, 0) else None
-        about_subject = {s.rank for s in sentences if subject is None or subject in s.terms | titled.get(s.rank, set())}
+
+        def headings_of(rank: int) -> frozenset[str]:
+            return frozenset(content_terms(chunks[rank].heading))
+
+        def names_subject(s: _Sentence) -> bool:
+            terms = s.terms | titled.get(s.rank, set())
+            if subject is None or subject in terms:
+                return True
+            return any(law and law <= terms | headings_of(s.rank) for law in subject_in_laws_words)
+
+        about_subject = {s.rank for s in sentences if names_subject(s)}
+
         items = _list_items_terms(sentences, chunks)
         # What a retention question asks about keeping, in the words the collection uses.
         kept = {t for t in asked.kept if stats.doc_freq.get(t, 0)}
@@ -472,6 +493,10 @@ class ExtractiveGenerator:
                 context = previous | (items[i] if n == len(clauses) - 1 else frozenset()) | titled.get(rank, frozenset())
                 if amount:  # "Penalties" (Art. 99) says what its "fines of up to 35 000 000 EUR" are
                     context = context | headings[rank]
+                if subject_in_laws_words and asked.subject and any(
+                    law and law <= terms | context | headings_of(rank) for law in subject_in_laws_words
+                ):
+                    context = context | {asked.subject}  # the clause names the subject in the law's words
                 binding = _coverage(terms | context, about) if about else 1.0
                 # a retention period must be for keeping what was asked about, not something else
                 names_kept = not kept or not kept.isdisjoint(terms | context)

@@ -544,6 +544,26 @@ def test_a_sentence_is_also_read_with_the_titles_of_the_units_it_cites():
     assert bare is not None and float(bare.max()) == 0.0
 
 
+def test_a_value_is_bound_to_a_subject_named_in_the_laws_words_the_glossary_gives():
+    """"how long can the pilot run?": the law says "testing in real world conditions" where users say
+    "the pilot" (a word the law uses once, elsewhere), so the period of the testing clause is about it."""
+    from core.glossary import Glossary
+
+    item = make_chunk(
+        "Toy Code § 1-160(4)(f)",
+        "(f) the testing in real world conditions does not last longer than six months;",
+        heading="Testing in real world conditions",
+    )
+    other = make_chunk("Toy Code § 1-170", "Member States may run pilots of regulatory sandboxes for widget sellers.")
+    stats = TermStats.from_texts([item.text, other.text, "The seller sells widgets."])
+    contexts = [ScoredChunk(item, 1.0), ScoredChunk(other, 0.5)]
+    glossary = Glossary.of({"testing in real world conditions": ["the pilot"]})
+    answer = ExtractiveGenerator(lambda c: stats, glossary=lambda c: glossary).generate("how long can the pilot run?", contexts)
+    assert not answer.refused and "six months" in answer.text
+    # without the glossary nothing says the pilot is the testing: no period is stated about it
+    assert ExtractiveGenerator(lambda c: stats).generate("how long can the pilot run?", contexts).refused
+
+
 def test_a_comparison_is_answered_about_both_sides():
     from core.extractive import _speaks_of
 
