@@ -108,6 +108,26 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
         (("money", "percentage"),),
         False,
     ),
+    # "What fine are we looking at?", "what kind of penalty do we face?", "what could we be fined?":
+    # the same amount, asked the other way round.
+    (
+        re.compile(
+            r"\b(?P<ask>what)\s+(?:(?:kind|sort|size|level|type)\s+of\s+)?(?:fines?|penalt(?:y|ies)|sanctions?)\b(?P<verb>)"
+            r"(?=\s+(?:are|is|do|does|would|could|can|might|will|should|we|i|they|you|for|if|apply|applies)\b)",
+            re.I,
+        ),
+        (("money", "percentage"),),
+        False,
+    ),
+    (
+        re.compile(
+            r"\b(?P<ask>what)\s+(?:could|would|can|will|might)\s+(?:we|i|they|you|a company|the company)"
+            r"\s+be\s+fined\b(?P<verb>)",
+            re.I,
+        ),
+        (("money", "percentage"),),
+        False,
+    ),
     # "And the fines?", "what about penalties?": a follow-up naming only the penalty asks its amount.
     (
         re.compile(

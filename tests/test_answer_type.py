@@ -180,7 +180,8 @@ def test_when_rules_apply_asks_for_a_date_and_keeps_its_subject():
     "question",
     ["What are the penalties?", "whats the fine if we use an AEDT without a bias audit?", "What’s the fine?",
      "What's the max fine for violating LL144?", "how much is the fine for breaking this law?",
-     "and the fines?", "ok, what about penalties?"],
+     "and the fines?", "ok, what about penalties?", "what fine are we looking at if a regulator notices?",
+     "what kind of penalty do we face?", "What could we be fined if we don't label our deepfake ads?"],
 )
 def test_asking_for_the_fine_asks_for_an_amount_but_does_not_require_one(question: str):
     # A court order or a warning may be the answer, so a provision stating no amount is not refused;
