@@ -160,6 +160,8 @@ class _Candidates:
         return cls([], [], np.zeros((0, len(SENTENCE_FEATURES)), dtype=np.float32), {}, why)
 
 
+# Verbs that say nothing of what a follow-up is about ("how long would we get to do that?").
+_LIGHT_VERBS = frozenset(content_terms("get gets got getting take takes make makes give gives go goes happen happens"))
 # Labels and headings that open a unit: "Article 4", "ANNEX III", "§ 5-301 Bias Audit.", "CHAPTER V".
 _HEADING_LINE = re.compile(
     r"^\s*(?:Article\s+\d+[a-z]?|ANNEX\s+[IVXLC]+|Annex\s+[IVXLC]+|CHAPTER\s+[IVXLC]+|SECTION\s+\d+|Section\s+\d+"
@@ -297,8 +299,10 @@ class ExtractiveGenerator:
                 sentence = next((a for a in questions if asked_value(a) is not None), sentence)
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
             # ... unless the follow-up names something new: "and the fines?" after "we sell a
-            # CV-screening system" asks the fines' amount, which no hiring clause states.
-            if new_topic(question, asking):
+            # CV-screening system" asks the fines' amount, which no hiring clause states. The words
+            # that ask ("how long") and a verb saying nothing of what ("how long would we get to do
+            # that?") name nothing new.
+            if new_topic(question, asking) - asked.words - _LIGHT_VERBS:
                 earlier = ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights

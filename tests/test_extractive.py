@@ -420,6 +420,26 @@ def test_a_follow_up_searched_with_the_question_before_it_asks_only_its_own_part
     assert not answer.refused and "$500" in answer.text
 
 
+def test_a_follow_up_asking_how_long_is_about_what_the_question_before_it_named():
+    """"how long would we get to do that?" names nothing new ("long" asks, "get" says nothing of
+    what): its period is about the corrective action the question before it asked about."""
+    from core.types import Turn
+
+    rule = make_chunk(
+        "Toy Code § 1-179",
+        "The authority shall require the seller to take corrective action to fix the widget within 15 working days.",
+    )
+    other = make_chunk("Toy Code § 1-180", "A buyer may return a widget within 30 days of the sale.")
+    stats = TermStats.from_texts([rule.text, other.text, "The maker sells widgets to buyers."])
+    earlier = "Can the authority require the seller to fix a faulty widget?"
+    history = [Turn("user", earlier), Turn("assistant", "Yes: the authority requires corrective action.")]
+    question = f"{earlier} how long would we get to do that?"
+    answer = ExtractiveGenerator(lambda c: stats, BINDING_ONLY).generate(
+        question, [ScoredChunk(rule, 1.0), ScoredChunk(other, 0.5)], history
+    )
+    assert not answer.refused and "15 working days" in answer.text
+
+
 def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
     from core.glossary import Glossary
 
