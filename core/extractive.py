@@ -160,8 +160,14 @@ class _Candidates:
         return cls([], [], np.zeros((0, len(SENTENCE_FEATURES)), dtype=np.float32), {}, why)
 
 
-# Verbs that say nothing of what a follow-up is about ("how long would we get to do that?").
-_LIGHT_VERBS = frozenset(content_terms("get gets got getting take takes make makes give gives go goes happen happens"))
+# Words that say nothing of what a follow-up is about ("how long would we get to do that?", "ok what
+# does it actually have to cover?").
+_LIGHT_VERBS = frozenset(
+    content_terms(
+        "get gets got getting take takes make makes give gives go goes happen happens cover covers include "
+        "includes contain contains actually"
+    )
+)
 # Labels and headings that open a unit: "Article 4", "ANNEX III", "§ 5-301 Bias Audit.", "CHAPTER V".
 _HEADING_LINE = re.compile(
     r"^\s*(?:Article\s+\d+[a-z]?|ANNEX\s+[IVXLC]+|Annex\s+[IVXLC]+|CHAPTER\s+[IVXLC]+|SECTION\s+\d+|Section\s+\d+"
@@ -334,7 +340,8 @@ class ExtractiveGenerator:
         # the bias audit?"): the answer leads with a sentence that names it, where one does.
         # A sentence in the law's words for it names it too ("and do we have to tell staff?": "inform
         # workers' representatives and the affected workers", not "the staff of notified bodies").
-        topic = {t: stats.idf(t) for t in new_topic(question, asking)}
+        asking_words = asked.words if asked is not None else frozenset()
+        topic = {t: stats.idf(t) for t in new_topic(question, asking) - asking_words - _LIGHT_VERBS}
         if topic:
             topic_expansions = self._expansions(asking, glossary, chunks[0].collection)
             named_by_law = [

@@ -440,6 +440,28 @@ def test_a_follow_up_asking_how_long_is_about_what_the_question_before_it_named(
     assert not answer.refused and "15 working days" in answer.text
 
 
+def test_a_follow_up_whose_only_new_words_say_nothing_of_what_keeps_its_lead():
+    """"ok what does it actually have to cover?" names no new topic: "cover" and "actually" say
+    nothing of what, so a sentence that happens to use "cover" does not lead."""
+    from core.types import Turn
+
+    assessment = make_chunk(
+        "Toy Code § 1-127(1)",
+        "Before selling, a seller shall perform an impact assessment that consists of a description of the "
+        "widget's use and the categories of buyers likely to be affected.",
+    )
+    unrelated = make_chunk("Toy Code § 1-105(1)(g)", "This prohibition does not cover any labelling of lawfully made widgets.")
+    stats = TermStats.from_texts([assessment.text, unrelated.text, "The maker sells widgets to buyers."])
+    earlier = "Do we need an impact assessment before selling widgets?"
+    history = [Turn("user", earlier), Turn("assistant", "Yes: § 1-127(1) requires one.")]
+    answer = ExtractiveGenerator(lambda c: stats).generate(
+        f"{earlier} ok what does it actually have to cover?",
+        [ScoredChunk(assessment, 1.0), ScoredChunk(unrelated, 0.9)],
+        history,
+    )
+    assert answer.text.startswith("Under Toy Code § 1-127(1)"), answer.text
+
+
 def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
     from core.glossary import Glossary
 
