@@ -162,7 +162,7 @@ class _Candidates:
 
 # Words that say nothing of what a follow-up is about ("how long would we get to do that?", "ok what
 # does it actually have to cover?").
-_LIGHT_VERBS = frozenset(
+_NO_TOPIC_WORDS = frozenset(
     content_terms(
         "get gets got getting take takes make makes give gives go goes happen happens cover covers include "
         "includes contain contains actually"
@@ -308,7 +308,7 @@ class ExtractiveGenerator:
             # CV-screening system" asks the fines' amount, which no hiring clause states. The words
             # that ask ("how long") and a verb saying nothing of what ("how long would we get to do
             # that?") name nothing new.
-            if new_topic(question, asking) - asked.words - _LIGHT_VERBS:
+            if new_topic(question, asking) - asked.words - _NO_TOPIC_WORDS:
                 earlier = ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             about = {t: w for t, w in weights.items() if t in named} or weights
@@ -341,7 +341,7 @@ class ExtractiveGenerator:
         # A sentence in the law's words for it names it too ("and do we have to tell staff?": "inform
         # workers' representatives and the affected workers", not "the staff of notified bodies").
         asking_words = asked.words if asked is not None else frozenset()
-        topic = {t: stats.idf(t) for t in new_topic(question, asking) - asking_words - _LIGHT_VERBS}
+        topic = {t: stats.idf(t) for t in new_topic(question, asking) - asking_words - _NO_TOPIC_WORDS}
         if topic:
             topic_expansions = self._expansions(asking, glossary, chunks[0].collection)
             named_by_law = [
