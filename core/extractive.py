@@ -311,7 +311,8 @@ class ExtractiveGenerator:
             if new_topic(question, asking) - asked.words - _NO_TOPIC_WORDS:
                 earlier = ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
-            about = {t: w for t, w in weights.items() if t in named} or weights
+            # "us" is the asker ("how long until they tell us …?"), not what the value is about.
+            about = {t: w for t, w in weights.items() if t in named and t != "us"} or weights
             if sentence != question:  # a value asked in one sentence of several: that sentence's phrasings
                 expansions = self._expansions(sentence, glossary, chunks[0].collection)
             about = _in_the_laws_words(about, expansions, stats)

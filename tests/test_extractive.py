@@ -462,6 +462,24 @@ def test_a_follow_up_whose_only_new_words_say_nothing_of_what_keeps_its_lead():
     assert answer.text.startswith("Under Toy Code § 1-127(1)"), answer.text
 
 
+def test_us_is_the_asker_not_what_a_value_is_about():
+    """"how long until they tell us if we're in?": the period is about the decision on the application
+    the question before it named; "us", a word the law never uses, is no part of what to bind."""
+    from core.types import Turn
+
+    rule = make_chunk(
+        "Toy Code § 1-158(2)(a)",
+        "The authority shall inform applicants to the widget sandbox of its decision within three months of the application.",
+    )
+    stats = TermStats.from_texts([rule.text, "The maker sells widgets to buyers."])
+    earlier = "Can a small seller apply to the widget sandbox?"
+    history = [Turn("user", earlier), Turn("assistant", "Yes.")]
+    answer = ExtractiveGenerator(lambda c: stats, BINDING_ONLY).generate(
+        f"{earlier} how long until they tell us if we're in?", [ScoredChunk(rule, 1.0)], history
+    )
+    assert not answer.refused and "three months" in answer.text
+
+
 def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
     from core.glossary import Glossary
 
