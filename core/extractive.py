@@ -168,6 +168,7 @@ _NO_TOPIC_WORDS = frozenset(
         "includes contain contains actually"
     )
 )
+
 # Labels and headings that open a unit: "Article 4", "ANNEX III", "§ 5-301 Bias Audit.", "CHAPTER V".
 _HEADING_LINE = re.compile(
     r"^\s*(?:Article\s+\d+[a-z]?|ANNEX\s+[IVXLC]+|Annex\s+[IVXLC]+|CHAPTER\s+[IVXLC]+|SECTION\s+\d+|Section\s+\d+"
