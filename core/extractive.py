@@ -289,6 +289,9 @@ class ExtractiveGenerator:
                 return _Candidates.declined("They define no such term.")
         cosines = self._cosines(sentences, chunks, query_vector)
         asked = asked_value(asking)
+        # What a follow-up names anew; the words that ask ("how long") and words saying nothing of
+        # what ("how long would we get to do that?") name nothing.
+        topic_terms = new_topic(question, asking) - (asked.words if asked is not None else frozenset()) - _NO_TOPIC_WORDS
         stating: dict[_Sentence, float] = {}
         if asked is not None:
             # The value is about what the sentence asking for it names, not the scene around it
@@ -306,10 +309,8 @@ class ExtractiveGenerator:
                 sentence = next((a for a in questions if asked_value(a) is not None), sentence)
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
             # ... unless the follow-up names something new: "and the fines?" after "we sell a
-            # CV-screening system" asks the fines' amount, which no hiring clause states. The words
-            # that ask ("how long") and a verb saying nothing of what ("how long would we get to do
-            # that?") name nothing new.
-            if new_topic(question, asking) - asked.words - _NO_TOPIC_WORDS:
+            # CV-screening system" asks the fines' amount, which no hiring clause states.
+            if topic_terms:
                 earlier = ""
             named = set(content_terms(sentence)) | set(content_terms(earlier))
             # "us" is the asker ("how long until they tell us …?"), not what the value is about.
@@ -318,10 +319,7 @@ class ExtractiveGenerator:
                 expansions = self._expansions(sentence, glossary, chunks[0].collection)
             about = _in_the_laws_words(about, expansions, stats)
             # The subject in the law's words too ("the pilot": "testing in real world conditions").
-            subject_in_laws_words = [
-                frozenset(content_terms(law)) for typed, law in expansions
-                if asked.subject is not None and asked.subject in content_terms(typed)
-            ]
+            subject_in_laws_words = _laws_words_naming(expansions, {asked.subject} if asked.subject else set())
             stating = self._stating_asked_value(
                 sentences, chunks, asked, about, cosines, stats, query_vector, subject_in_laws_words
             )
@@ -342,13 +340,10 @@ class ExtractiveGenerator:
         # the bias audit?"): the answer leads with a sentence that names it, where one does.
         # A sentence in the law's words for it names it too ("and do we have to tell staff?": "inform
         # workers' representatives and the affected workers", not "the staff of notified bodies").
-        asking_words = asked.words if asked is not None else frozenset()
-        topic = {t: stats.idf(t) for t in new_topic(question, asking) - asking_words - _NO_TOPIC_WORDS}
+        topic = {t: stats.idf(t) for t in topic_terms}
         if topic:
             topic_expansions = self._expansions(asking, glossary, chunks[0].collection)
-            named_by_law = [
-                frozenset(content_terms(law)) for typed, law in topic_expansions if set(content_terms(typed)) & set(topic)
-            ]
+            named_by_law = _laws_words_naming(topic_expansions, topic_terms)
             topic = _in_the_laws_words(topic, topic_expansions, stats)
             leads = (
                 frozenset(
@@ -469,15 +464,13 @@ class ExtractiveGenerator:
         # A provision naming the subject in the law's words for it (`subject_in_laws_words`, from the
         # glossary: "how long can the pilot run?" is about "testing in real world conditions") names it too.
         subject = asked.subject if asked.subject is not None and stats.doc_freq.get(asked.subject, 0) else None
-
-        def headings_of(rank: int) -> frozenset[str]:
-            return frozenset(content_terms(chunks[rank].heading))
+        headings = {rank: frozenset(content_terms(chunks[rank].heading)) for rank in {s.rank for s in sentences}}
 
         def names_subject(s: _Sentence) -> bool:
             terms = s.terms | titled.get(s.rank, set())
             if subject is None or subject in terms:
                 return True
-            return any(law and law <= terms | headings_of(s.rank) for law in subject_in_laws_words)
+            return any(law and law <= terms | headings[s.rank] for law in subject_in_laws_words)
 
         about_subject = {s.rank for s in sentences if names_subject(s)}
 
@@ -488,7 +481,6 @@ class ExtractiveGenerator:
         # ("Penalties", "Fees"). Not a period: an example's heading ("Data Requirements — Example 3")
         # bound a stated period to a retention question it does not answer.
         amount = any("money" in group for group in asked.kinds)
-        headings = {s.rank: frozenset(content_terms(chunks[s.rank].heading)) for s in sentences} if amount else {}
         stating: dict[_Sentence, float] = {}
         previous: frozenset[str] = frozenset()
         rank = -1
@@ -507,7 +499,7 @@ class ExtractiveGenerator:
                 if amount:  # "Penalties" (Art. 99) says what its "fines of up to 35 000 000 EUR" are
                     context = context | headings[rank]
                 if subject_in_laws_words and asked.subject and any(
-                    law and law <= terms | context | headings_of(rank) for law in subject_in_laws_words
+                    law and law <= terms | context | headings[rank] for law in subject_in_laws_words
                 ):
                     context = context | {asked.subject}  # the clause names the subject in the law's words
                 binding = _coverage(terms | context, about) if about else 1.0
@@ -733,13 +725,13 @@ def unknown_names(question: str, stats: TermStats, known: frozenset[str] = froze
                 continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
             if _PLAIN.search(text, 0, m.start()) and word.lower() in place_and_language_names():
                 continue  # "in plain English": how to say it, not a language the law is about
-            if all(stats.doc_freq.get(t, 0) == 0 for t in terms) and not _known_alternative(text, m, stats):
+            if _never_used(terms, stats) and not _known_alternative(text, m, stats):
                 names.append(word)
         for m in _LOWER_WORD.finditer(text):  # "in spanish", "we also hire in illinois"
             word = m.group(0)
             if _PLAIN.search(text, 0, m.start()):
                 continue
-            if word in place_and_language_names() and all(stats.doc_freq.get(t, 0) == 0 for t in content_terms(word)):
+            if word in place_and_language_names() and _never_used(content_terms(word), stats):
                 names.append(word.capitalize())
     return names + [name for name in other_laws(question, stats, known) if name not in names]
 
@@ -753,6 +745,11 @@ _THEIR_LAWS = re.compile(r"\b(?:their|those|these)\s+(?:[\w-]+\s+){0,3}?(?:laws|
 # Short names of countries users type in capitals, and never mean as an ordinary word.
 _COUNTRY_ABBREVIATIONS = re.compile(r"(?<![\w.])(?:U\.?K\.?|U\.?S\.?A?\.?)(?![\w.])")
 _CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,})?(?![\w'’])")
+
+
+def _never_used(terms: Sequence[str], stats: TermStats) -> bool:
+    """Whether the collection uses none of `terms`."""
+    return all(stats.doc_freq.get(t, 0) == 0 for t in terms)
 
 
 def other_laws(question: str, stats: TermStats, known: frozenset[str] = frozenset()) -> list[str]:
@@ -771,7 +768,7 @@ def _unknown_places(text: str, stats: TermStats, known: frozenset[str]) -> list[
     """The places in `text` the collection never names, each with where it ends."""
     def unknown(word: str) -> bool:
         terms = content_terms(word)
-        return bool(terms) and word.lower() not in known and all(stats.doc_freq.get(t, 0) == 0 for t in terms)
+        return bool(terms) and word.lower() not in known and _never_used(terms, stats)
 
     places: list[tuple[str, int]] = []
     for m in _CAPITALISED.finditer(text):
@@ -812,6 +809,11 @@ def _next_to_or(words: list[str]) -> list[str]:
             break
         run.append(word)
     return run
+
+
+def _laws_words_naming(expansions: Sequence[tuple[str, str]], terms: frozenset[str] | set[str]) -> list[frozenset[str]]:
+    """The law's words (as key terms) for each phrasing as typed that holds one of `terms`."""
+    return [frozenset(content_terms(law)) for typed, law in expansions if set(content_terms(typed)) & terms]
 
 
 def _in_the_laws_words(
