@@ -453,6 +453,13 @@ class ExtractiveGenerator:
         heading ("Testing of high-risk AI systems in real world conditions outside AI regulatory
         sandboxes"), which says what the item is about."""
         about = {t: w for t, w in _unclipped(weights, stats).items() if t not in asked.words}
+        # A word the collection never uses ("hey", "kicks in") is in no clause: counted, it thins the
+        # share of what was asked that any clause can hold, and a question set in the user's own
+        # words binds nothing. Where sentence meaning is checked (`min_value_similarity`), meaning
+        # judges such words instead; without it they still count ("how much can a seller be
+        # fined?" is not bound to a "civil penalty" by shared words alone).
+        if cosines is not None:
+            about = {t: w for t, w in about.items() if stats.doc_freq.get(t, 0)} or about
         titled = {
             s.rank: frozenset(content_terms(chunks[s.rank].heading))
             for s in sentences
@@ -487,7 +494,7 @@ class ExtractiveGenerator:
         for i, s in enumerate(sentences):
             if s.rank != rank:  # the clause before must come from the same provision
                 rank, previous = s.rank, frozenset()
-            if rank not in about_subject:
+            if rank not in about_subject or role_of(chunks[rank]) == "example":
                 continue
             close = cosines is None or float(cosines[i]) >= self.config.min_value_similarity
             clauses = _CLAUSE_END.split(s.text(chunks))
@@ -667,6 +674,13 @@ _CALENDAR = frozenset(
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
 _PLAIN = re.compile(r"\b(?:plain|simple)\s+$", re.IGNORECASE)
 _LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z]{3,}(?![\w'’-])")
+# Where someone lives or a company sits ("an applicant who lives in Jersey City", "we're based in
+# Texas"): whom the law reaches is a question it answers (residence, establishment), not a question
+# about that place's own law.
+_WHERE_SOMEONE_IS = re.compile(
+    r"\b(?:lives?|living|resides?|residing|based|located|established|headquartered)\s+(?:in|out\s+of)\s+(?:[A-Z]\w*\s+)?$",
+    re.IGNORECASE,
+)
 
 
 def asking_sentences(question: str) -> list[str]:
@@ -725,11 +739,13 @@ def unknown_names(question: str, stats: TermStats, known: frozenset[str] = froze
                 continue  # a numbered part: "Document 27", "Article 50" (but "WidgetPro 3000" is a name)
             if _PLAIN.search(text, 0, m.start()) and word.lower() in place_and_language_names():
                 continue  # "in plain English": how to say it, not a language the law is about
+            if _WHERE_SOMEONE_IS.search(text, 0, m.start()):
+                continue
             if _never_used(terms, stats) and not _known_alternative(text, m, stats):
                 names.append(word)
         for m in _LOWER_WORD.finditer(text):  # "in spanish", "we also hire in illinois"
             word = m.group(0)
-            if _PLAIN.search(text, 0, m.start()):
+            if _PLAIN.search(text, 0, m.start()) or _WHERE_SOMEONE_IS.search(text, 0, m.start()):
                 continue
             if word in place_and_language_names() and _never_used(content_terms(word), stats):
                 names.append(word.capitalize())

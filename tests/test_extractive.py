@@ -160,6 +160,38 @@ def test_a_value_counts_only_in_a_sentence_close_in_meaning_to_the_question(near
         assert "ten business days" in answer.text
 
 
+def test_words_the_law_never_uses_do_not_thin_a_value_binding_that_meaning_checks():
+    """"hey, how much heads-up do buyers need before the gizmo kicks in?": "hey", "gizmo" and "kicks"
+    are in no clause of the toy law; counted, they leave the notice period's clause too small a share
+    of what was asked. With sentence vectors, meaning judges them; without, they still count."""
+    stats = TermStats.from_texts(sc.chunk.text for sc in scored())
+    question = "hey, how much heads-up do buyers need before the zorblax gizmo kicks in? quick one pls thx"
+    close = _VectorsByText("ten business days", 0.7)
+    answer = ExtractiveGenerator(lambda c: stats, sentence_vectors=close).generate(
+        question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32)
+    )
+    assert not answer.refused and "ten business days" in answer.text
+    without_meaning = ExtractiveGenerator(lambda c: stats).generate(question, scored())
+    assert "They state no period or deadline for it." in without_meaning.text
+
+
+def test_a_worked_example_never_states_the_asked_value():
+    """An example's "3 years" is its scenario's, not a rule: "how many years must we keep the data?"
+    is not answered by "An employer has used the tool for 3 years"."""
+    example = make_chunk(
+        "Toy Code § 1-130, Example 1",
+        "A seller has kept widget data for 3 years and will soon need a new widget audit.",
+        heading="Data Requirements — Example 1",
+    )
+    rule = make_chunk("Toy Code § 1-131", "A seller shall keep widget data for 5 years after the last sale.")
+    stats = TermStats.from_texts([example.text, rule.text, "Buyers may ask sellers for the widget data."])
+    generator = ExtractiveGenerator(lambda c: stats, BINDING_ONLY)
+    question = "How many years do we have to hang on to the widget data?"
+    answer = generator.generate(question, [ScoredChunk(example, 1.0), ScoredChunk(rule, 0.9)])
+    assert answer.text.startswith("Under Toy Code § 1-131"), answer.text
+    assert "They state no period" in generator.generate(question, [ScoredChunk(example, 1.0)]).text
+
+
 def test_a_model_for_other_features_is_refused():
     with pytest.raises(ValueError, match="SENTENCE_FEATURES"):
         ExtractiveGenerator(lambda c: None, model=LinearModel(("x",), np.zeros(1, dtype=np.float32)))
@@ -225,6 +257,11 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     assert unknown_names("How long before we have to tell Brussels?", stats) == ["Brussels"]
     assert unknown_names("How long before we have to tell Brussels?", stats, frozenset({"brussels"})) == []
     assert unknown_names("Must sellers notify buyers in Illinois or Colorado?", stats) == ["Illinois", "Colorado"]
+    # Where someone lives or a seller sits is a question of whom the law reaches, which it answers.
+    assert unknown_names("If a buyer lives in Jersey City, must sellers notify them?", stats) == []
+    assert unknown_names("We're based in San Francisco, must our sellers notify buyers?", stats) == []
+    assert unknown_names("must sellers headquartered in texas notify buyers?", stats) == []
+    assert unknown_names("If a buyer moves to Jersey City, must sellers notify them?", stats) == ["Jersey", "City"]
     answer = toy_generator().generate("What does Illinois require of sellers?", scored())
     assert answer.refused and "They do not mention Illinois." in answer.text
 
