@@ -154,6 +154,9 @@ class _Candidates:
     sides: list[dict[str, float]] = field(default_factory=list)
     # The one operator role the question names ("do providers have to ..."), None for none or several.
     role: str | None = None
+    # The key terms of each thing a message asks, when it asks two or more ("who goes after
+    # companies, and where do the cases get heard?").
+    parts: list[dict[str, float]] = field(default_factory=list)
 
     @classmethod
     def declined(cls, why: str) -> "_Candidates":
@@ -355,7 +358,20 @@ class ExtractiveGenerator:
         sides = self._sides(asking, glossary, stats, chunks[0].collection)
         roles = {_role(m) for m in _ROLE.findall(asking)}
         role = roles.pop() if len(roles) == 1 else None
-        return _Candidates(chunks, sentences, x, weights, leads=leads, sides=sides, role=role)
+        parts = [] if sides else self._parts(asking, glossary, stats, chunks[0].collection)
+        return _Candidates(chunks, sentences, x, weights, leads=leads, sides=sides, role=role, parts=parts)
+
+    def _parts(self, asking: str, glossary: Glossary, stats: TermStats, collection: str) -> list[dict[str, float]]:
+        """The key terms of each thing `asking` asks (`question_parts`), in the law's words; none
+        when it asks one thing, or when fewer than two of its parts name anything the law uses."""
+        parts = []
+        for part in question_parts(asking):
+            terms = {t: stats.idf(t) for t in set(content_terms(part)) - framing_terms(part)}
+            terms = _in_the_laws_words(terms, self._expansions(part, glossary, collection), stats)
+            terms = {t: w for t, w in terms.items() if stats.doc_freq.get(t, 0)}
+            if terms:
+                parts.append(terms)
+        return parts if len(parts) > 1 else []
 
     def _sides(self, asking: str, glossary: Glossary, stats: TermStats, collection: str) -> list[dict[str, float]]:
         """The key terms of each side of a comparison the question asks for (none when it asks none)."""
@@ -367,7 +383,13 @@ class ExtractiveGenerator:
             terms = {t: stats.idf(t) for t in content_terms(side)}
             terms = _in_the_laws_words(terms, self._expansions(side, glossary, collection), stats)
             sides.append({t: w for t, w in terms.items() if stats.doc_freq.get(t, 0)})
-        return sides if all(sides) else []
+        if not all(sides):
+            return []
+        # What the sides share does not tell them apart ("selection rate vs scoring rate": "rate"):
+        # counted, the definition of one side would speak of the other too.
+        shared = set(sides[0]) & set(sides[1])
+        distinct = [{t: w for t, w in side.items() if t not in shared} for side in sides]
+        return distinct if all(distinct) else sides
 
     def _expansions(self, text: str, glossary: Glossary, collection: str) -> tuple[tuple[str, str], ...]:
         """(as typed, the law's words) for the glossary's phrasings and the abbreviations in `text`."""
@@ -582,9 +604,23 @@ class ExtractiveGenerator:
             if about is not None:
                 chosen.append(sentences[about])
                 definitions += 1 if defined else 0
-        # The sides' definitions answer what the comparison asks; the rest of the question ("…, and
-        # when may we use test data?") still has the usual number of quotes, within the word limit.
         floor = float(scores[best]) + math.log(self.config.follow_share)
+        # Each thing a message asks is answered: among the sentences likely enough to follow the
+        # first, the best about a part no quote holds yet comes next ("who goes after companies,
+        # and where do the penalty cases get heard?": the enforcement clause beside the hearings one).
+        for part in found.parts:
+            if any(_coverage(c.terms, part) >= _PART_COVERED for c in chosen):
+                continue
+            about = next(
+                (i for i in order if scores[i] >= floor and fits(i) and _coverage(sentences[i].terms, part) >= _PART_COVERED),
+                None,
+            )
+            if about is not None:
+                chosen.append(sentences[about])
+                definitions += 1
+        # The sides' definitions and the parts' sentences answer what the message asks; the rest of
+        # it ("…, and when may we use test data?") still has the usual number of quotes, within the
+        # word limit.
         while len(chosen) < self.config.max_sentences + definitions:
             candidates = [i for i in order if scores[i] >= floor and fits(i)]
             if not candidates:
@@ -689,6 +725,20 @@ def asking_sentences(question: str) -> list[str]:
     sentences = [s for s in _SENTENCE.findall(question.strip()) if s.strip()]
     asking = [s for s in sentences if s.rstrip().endswith("?")]
     return asking or sentences[-1:] or [question]
+
+
+# A second question inside a sentence: "who goes after companies, and where are the cases heard?"
+_AND_ASKS = re.compile(
+    r"(?:,\s*|\s+[—–-]\s*|\s+)(?:and|also|plus)\s+(?=(?:who|whom|what|where|when|which|how|do|does|is|are|can|"
+    r"must|will|would|should|may)\b)",
+    re.IGNORECASE,
+)
+
+
+def question_parts(question: str) -> list[str]:
+    """The things a message asks: its asking sentences (`asking_sentences`), each split where
+    ", and where/who/how …" opens another question."""
+    return [p.strip() for s in asking_sentences(question) for p in _AND_ASKS.split(s) if p.strip()]
 
 
 # "we're rolling out the tool in our german warehouses, do we have to tell the works council?": a
@@ -851,6 +901,8 @@ def _in_the_laws_words(
 
 # A sentence speaks of a side of a comparison when it holds this share of the side's key terms.
 _SIDE_COVERED = 0.5
+# ... and of a part of a message asking several things when it holds this share of the part's.
+_PART_COVERED = 0.5
 
 
 def _speaks_of(text: str, terms: frozenset[str], side: dict[str, float]) -> bool:

@@ -864,6 +864,50 @@ def test_a_comparison_of_two_definitions_worded_alike_quotes_both():
     assert "‘provider’ means" not in lead_only.generate("What is a deployer?", contexts).text
 
 
+def test_sides_sharing_a_word_are_told_apart_by_the_words_they_do_not_share():
+    """"selection rate vs scoring rate": both sides say "rate"; counted, the selection rate's
+    definition would speak of the scoring rate too (a rare word weighs most) and only one is quoted."""
+    selection = make_chunk("Toy Code § 1-300(3)", "“Selection rate” means the rate at which buyers are selected.")
+    scoring = make_chunk("Toy Code § 1-300(4)", "“Scoring rate” means the rate at which buyers score above the median.")
+    # "select" and "score" are common in the toy law, "rate" is rare: it weighs most in each side
+    common = [f"Seller {n} may select and score buyers." for n in range(8)]
+    stats = TermStats.from_texts([selection.text, scoring.text, *common])
+    contexts = [ScoredChunk(selection, 1.0), ScoredChunk(scoring, 0.2)]
+    lead_only = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(follow_share=0.999))
+    answer = lead_only.generate("selection rate vs scoring rate — what's the difference?", contexts)
+    assert "“Selection rate” means" in answer.text and "“Scoring rate” means" in answer.text
+
+
+def test_each_thing_a_message_asks_is_answered():
+    """"Who enforces the widget rules, and where are penalty cases heard?": among the sentences likely
+    enough to follow the first, one about the second question is quoted too, on top of the number of
+    quotes an answer has (here one)."""
+    from core.extractive import question_parts
+
+    assert question_parts("Who enforces it, and where are penalty cases heard?") == [
+        "Who enforces it",
+        "where are penalty cases heard?",
+    ]
+    assert question_parts("We sell widgets. Who enforces it? And how much is the fine?") == [
+        "Who enforces it?",
+        "how much is the fine?",
+    ]
+    assert question_parts("Must sellers and buyers keep records?") == ["Must sellers and buyers keep records?"]
+    enforcement = make_chunk(
+        "Toy Code § 1-140",
+        "The widget commissioner enforces the widget rules. The widget commissioner may inspect widget rules "
+        "records. The widget commissioner may publish widget rules guidance.",
+    )
+    hearings = make_chunk("Toy Code § 1-141", "Penalty cases are heard by the tribunal.")
+    stats = TermStats.from_texts([enforcement.text, hearings.text, "The maker sells widgets to buyers."])
+    contexts = [ScoredChunk(enforcement, 1.0), ScoredChunk(hearings, 0.9)]
+    generator = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(max_sentences=1, follow_share=0.01))
+    answer = generator.generate("Who enforces the widget rules, and where are penalty cases heard?", contexts)
+    assert "enforces the widget rules" in answer.text and "heard by the tribunal" in answer.text
+    one_question = generator.generate("Who enforces the widget rules and who may inspect records?", contexts)
+    assert "heard by the tribunal" not in one_question.text
+
+
 def test_a_heading_the_pdf_wrapped_onto_a_second_line_is_not_quoted():
     """"Procedure for dealing with AI systems classified by the provider as" / "non-high-risk in
     application of Annex III": the second line is the heading's end, not the rule's start."""
