@@ -83,10 +83,11 @@ class ExtractiveConfig:
     # law's ("the AI tool" for "an AEDT"), so this alone would refuse answerable questions; with the
     # meaning test below it can be lower (both set from the study halves, docs/RESULTS.md).
     min_value_binding: float = 0.2
-    # ... and the sentence holding it must be this close in meaning to the question (cosine; only
-    # with sentence vectors). Shared words alone bind the 6 months a summary stays posted to "how
-    # long must we keep applicant data"; meaning tells them apart. Set from the study halves of
-    # the user-style sets and checked on the measured halves (docs/RESULTS.md).
+    # ... and the sentence holding it must be this close in meaning to the question, or to one of
+    # its parts read on its own (cosine; only with sentence vectors). Shared words alone bind the
+    # 6 months a summary stays posted to "how long must we keep applicant data"; meaning tells them
+    # apart. Set from the study halves of the user-style sets and checked on the measured halves
+    # (docs/RESULTS.md).
     min_value_similarity: float = 0.48
 
 
@@ -227,8 +228,9 @@ class ExtractiveGenerator:
         history: Sequence[Turn] = (),
         query_vector: np.ndarray | None = None,
         asked: str | None = None,  # the user's own words in another language: quotes stay English
+        asking_vectors: np.ndarray | None = None,
     ) -> Answer:
-        found = self.candidates(question, contexts, query_vector, asking_part(question, history))
+        found = self.candidates(question, contexts, query_vector, asking_part(question, history), asking_vectors)
         if found.refusal is not None:
             return self._refusal(contexts, found.refusal)
         scores = self.model.score(found.features)
@@ -241,11 +243,13 @@ class ExtractiveGenerator:
         contexts: Sequence[ScoredChunk],
         query_vector: np.ndarray | None = None,
         asking: str | None = None,
+        asking_vectors: np.ndarray | None = None,
     ) -> "_Candidates":
         """The sentences the answer may quote and their features, or why it must decline.
 
         `asking`: the part of `question` that asks (a follow-up searched together with the question
-        before it asks only its own part: see `asking_part`); None when all of it asks."""
+        before it asks only its own part: see `asking_part`); None when all of it asks.
+        `asking_vectors`: embeddings of the question's parts (see core.pipeline.Generator)."""
         asking = asking or question
         quoted = [sc for sc in contexts if sc.kind == "chunk"][: self.config.quote_provisions]
         chunks = [sc.chunk for sc in quoted]
@@ -324,12 +328,14 @@ class ExtractiveGenerator:
             # The subject in the law's words too ("the pilot": "testing in real world conditions").
             subject_in_laws_words = _laws_words_naming(expansions, {asked.subject} if asked.subject else set())
             stating = self._stating_asked_value(
-                sentences, chunks, asked, about, cosines, stats, query_vector, subject_in_laws_words
+                sentences, chunks, asked, about, cosines, stats, query_vector, subject_in_laws_words, asking_vectors
             )
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
         if cosines is not None:
-            if float(cosines.max()) < self.config.min_similarity:
+            # close in meaning to the question, or to one of its parts read on its own
+            nearest = max(float(cosines.max()), float(self._asking_cosines(sentences, cosines, asking_vectors).max()))
+            if nearest < self.config.min_similarity:
                 return _Candidates.declined("")
         elif _coverage(frozenset().union(*(s.terms for s in sentences)), weights) < self.config.min_support:
             return _Candidates.declined("")
@@ -464,6 +470,7 @@ class ExtractiveGenerator:
         stats: TermStats,
         query_vector: np.ndarray | None = None,
         subject_in_laws_words: Sequence[frozenset[str]] = (),
+        asking_vectors: np.ndarray | None = None,
     ) -> dict[_Sentence, float]:
         """The sentences with a clause that states the asked kind of value about what was asked, with
         how much of what was asked their best such clause holds (with the clause before it).
@@ -488,6 +495,10 @@ class ExtractiveGenerator:
             if _ITEM_CHUNK.match(chunks[s.rank].text) and chunks[s.rank].heading.strip()
         }
         cosines = self._with_headings(sentences, chunks, cosines, query_vector, titled)
+        # ... or to a part of the question read on its own ("We put the notice in the job posting
+        # this morning. How soon can the tool start screening?"): the scene pulls the whole
+        # message's meaning away from the clause that states the period.
+        to_asking = self._asking_cosines(sentences, cosines, asking_vectors)
         # Provisions that mention the question's subject; a value elsewhere is someone else's. A
         # subject the collection never uses ("the franchisee") cannot tell one provision from another.
         # A provision naming the subject in the law's words for it (`subject_in_laws_words`, from the
@@ -518,7 +529,7 @@ class ExtractiveGenerator:
                 rank, previous = s.rank, frozenset()
             if rank not in about_subject or role_of(chunks[rank]) == "example":
                 continue
-            close = cosines is None or float(cosines[i]) >= self.config.min_value_similarity
+            close = cosines is None or max(float(cosines[i]), float(to_asking[i])) >= self.config.min_value_similarity
             clauses = _CLAUSE_END.split(s.text(chunks))
             for n, clause in enumerate(clauses):
                 terms = frozenset(content_terms(clause))
@@ -542,6 +553,15 @@ class ExtractiveGenerator:
                     stating[s] = max(stating.get(s, 0.0), binding)
                 previous = terms
         return stating
+
+    def _asking_cosines(
+        self, sentences: list[_Sentence], cosines: np.ndarray | None, asking_vectors: np.ndarray | None
+    ) -> np.ndarray:
+        """Each sentence's best cosine to a part of the question (zeros without them)."""
+        if cosines is None or asking_vectors is None or not len(asking_vectors) or self._sentence_vectors is None:
+            return np.zeros(len(sentences), dtype=np.float32)
+        stored = self._sentence_vectors.get([s.unit for s in sentences])
+        return (stored @ np.asarray(asking_vectors, dtype=np.float32).T).max(axis=1)
 
     def _with_headings(
         self,

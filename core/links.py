@@ -189,8 +189,9 @@ class LinkingGenerator:
         history: Sequence[Turn] = (),
         query_vector: Any = None,
         asked: str | None = None,
+        asking_vectors: Any = None,
     ) -> Answer:
-        answer = self.inner.generate(question, contexts, history, query_vector, asked=asked)
+        answer = self.inner.generate(question, contexts, history, query_vector, asked=asked, asking_vectors=asking_vectors)
         return self.links.link(answer, contexts)
 
     def __getattr__(self, name: str) -> Any:

@@ -55,10 +55,13 @@ class Generator(Protocol):
         history: Sequence[Turn] = (),
         query_vector: np.ndarray | None = None,
         asked: str | None = None,
+        asking_vectors: np.ndarray | None = None,
     ) -> Answer:
         """`question` is the standalone English question; `query_vector` its embedding, already
         computed for retrieval (may be None); `asked` the user's own words when they are in another
-        language (an LLM answers in that language; the extractive generator cannot)."""
+        language (an LLM answers in that language; the extractive generator cannot);
+        `asking_vectors` one row per part of the question, each embedded on its own (its focus
+        pieces, or a follow-up's own words), also already computed (may be None)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,9 @@ class Retrieved:
     params: RetrievalParams
     complexity: int | None
     language: str = "en"  # of the question as asked (core/rewriter.Rewrite.language)
+    # The parts of the question, each embedded on its own: the focus pieces (core/query.py), or a
+    # follow-up's own words without the thread.
+    asking_vectors: np.ndarray | None = None
 
 
 # What an offline answer says to a question in another language (core/language.py).
@@ -224,7 +230,9 @@ class AnswerPipeline:
         found = self.retrieve(question, history, collection=collection, clock=clock)
         t = time.perf_counter()
         asked = question if found.language != "en" else None
-        answer = self.generator.generate(found.plan.question, found.contexts, history, found.query_vector, asked=asked)
+        answer = self.generator.generate(
+            found.plan.question, found.contexts, history, found.query_vector, asked=asked, asking_vectors=found.asking_vectors
+        )
         answer.usage.context_tokens = sum(self.count_tokens(c.chunk.text) for c in found.contexts)  # facts too
         clock.lap("generate", t)
         return PipelineResult(
@@ -279,6 +287,7 @@ class AnswerPipeline:
             vectors = vectors.copy()
             vectors[0] = _leaning_on(vectors[0], follow_up, FOLLOW_UP_WEIGHT)
         query_vector = None if vectors is None else vectors[0]
+        asking_vectors = _asking_vectors(vectors, follow_up, 1 + len(rewrite.sub_queries))
         if params.ranking == "provisions" and self.provisions is not None and vectors is not None and query_vector is not None:
             pieces = vectors[1 + len(rewrite.sub_queries) :]
             contexts = self._rank_provisions(plan, collection, query_vector, pieces, params)
@@ -299,7 +308,7 @@ class AnswerPipeline:
             clock.lap("kg", t)
         else:
             contexts = select_contexts(contexts, params, self.count_tokens)  # top_k, token budget, novelty
-        return Retrieved(plan, contexts, answer_vector, queries, params, complexity, rewrite.language)
+        return Retrieved(plan, contexts, answer_vector, queries, params, complexity, rewrite.language, asking_vectors)
 
     def provision_features(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -528,6 +537,16 @@ def _follow_up_vector(vectors: np.ndarray | None, asking: str | None) -> tuple[n
     if vectors is None or not asking:
         return vectors, None
     return vectors[:-1], vectors[-1]
+
+
+def _asking_vectors(vectors: np.ndarray | None, follow_up: np.ndarray | None, first_piece: int) -> np.ndarray | None:
+    """The parts of the question, embedded each on its own: a follow-up's own part (the question
+    before it only says what is talked about), else the focus pieces (the rows from `first_piece`
+    on); None when there are none."""
+    if vectors is None:
+        return None
+    asking = follow_up[None, :] if follow_up is not None else vectors[first_piece:]
+    return asking if len(asking) else None
 
 
 def _leaning_on(vector: np.ndarray, toward: np.ndarray | None, weight: float) -> np.ndarray:

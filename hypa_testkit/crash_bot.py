@@ -33,7 +33,7 @@ class SlowGenerator:
     def __init__(self, inner, delay_s: float) -> None:
         self.inner, self.delay_s = inner, delay_s
 
-    def generate(self, question, contexts, history=(), query_vector=None, asked=None):
+    def generate(self, question, contexts, history=(), query_vector=None, asked=None, asking_vectors=None):
         time.sleep(self.delay_s)
         return self.inner.generate(question, contexts, history, query_vector, asked=asked)
 

@@ -95,7 +95,7 @@ class _ListIndex:
 
 
 class _EchoGenerator:
-    def generate(self, question, contexts, history=(), query_vector=None, asked=None) -> Answer:
+    def generate(self, question, contexts, history=(), query_vector=None, asked=None, asking_vectors=None) -> Answer:
         return Answer(text=f"{len(contexts)} contexts", refused=False)
 
 

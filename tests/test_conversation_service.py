@@ -22,13 +22,13 @@ class RecordingGenerator:
         self.inner = inner
         self.calls: list[tuple[str, list]] = []
 
-    def generate(self, question, contexts, history=(), query_vector=None, asked=None):
+    def generate(self, question, contexts, history=(), query_vector=None, asked=None, asking_vectors=None):
         self.calls.append((question, list(history)))
         return self.inner.generate(question, contexts, history, query_vector)
 
 
 class DeadGenerator:
-    def generate(self, question, contexts, history=(), query_vector=None, asked=None):
+    def generate(self, question, contexts, history=(), query_vector=None, asked=None, asking_vectors=None):
         raise ConnectionError("the language model is unreachable (circuit open)\nretry later")
 
 

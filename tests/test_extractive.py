@@ -192,6 +192,26 @@ def test_a_worked_example_never_states_the_asked_value():
     assert "They state no period" in generator.generate(question, [ScoredChunk(example, 1.0)]).text
 
 
+def test_a_value_sentence_may_be_close_in_meaning_to_the_part_that_asks_instead():
+    """"We put the notice in the shop window this morning. How soon may we sell?": the opening scene
+    pulls the whole message away from the clause stating the period; the asking part alone (its
+    embedding from retrieval: `asking_vectors`) is close to it."""
+    stats = TermStats.from_texts(sc.chunk.text for sc in scored())
+    # the period's sentence: cosine 0.3 to the whole message (e0), 0.95 to the asking part (e1)
+    generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", 0.3))
+    question = "How many business days before selling must a seller notify buyers?"
+    whole, asking = np.array([1.0, 0.0], dtype=np.float32), np.array([[0.0, 1.0]], dtype=np.float32)
+    assert "They state no period or deadline for it." in generator.generate(question, scored(), query_vector=whole).text
+    answer = generator.generate(question, scored(), query_vector=whole, asking_vectors=asking)
+    assert not answer.refused and "ten business days" in answer.text
+    # So for the floor below which nothing is close enough to answer: every sentence at 0.2 to the
+    # whole message ("I'm applying for jobs in France. Does a company have to tell me …?")
+    far = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", 0.2, elsewhere=0.2))
+    who = "Who must notify buyers before selling?"
+    assert far.generate(who, scored(), query_vector=whole).refused
+    assert not far.generate(who, scored(), query_vector=whole, asking_vectors=asking).refused
+
+
 def test_a_model_for_other_features_is_refused():
     with pytest.raises(ValueError, match="SENTENCE_FEATURES"):
         ExtractiveGenerator(lambda c: None, model=LinearModel(("x",), np.zeros(1, dtype=np.float32)))

@@ -6,6 +6,7 @@ from dataclasses import replace
 from core.extractive import ExtractiveGenerator
 from core.followup import is_follow_up, new_topic, standalone_query
 from core.pipeline import AnswerPipeline, QuestionLimits, drop_near_duplicates
+from core.query import NormalisedQuestion, QueryPlan
 from core.termstats import TermStats
 from core.types import RetrievalParams, ScoredChunk, Turn
 from hypa_testkit.toy import TOY_CHUNKS, make_chunk, scored
@@ -109,6 +110,39 @@ def test_a_follow_up_searched_with_the_earlier_question_leans_toward_its_own_par
     index.vectors.clear()
     found = pipeline.retrieve("What are they?", history)
     assert np.allclose(found.query_vector, index.vectors[0])
+
+
+def test_the_generator_gets_the_embeddings_of_each_part_of_the_question_or_a_follow_ups_own_words():
+    """A message's focus pieces (each sentence read on its own, not with the scene before it), or a
+    follow-up's own words without the thread: the parts an answer's value sentence may be close in
+    meaning to (core/extractive.py)."""
+    import numpy as np
+
+    from storage.embedder import HashingEmbedder
+
+    embed = HashingEmbedder(dim=512).embed_queries
+
+    class Recording:
+        def generate(self, question, contexts, history=(), query_vector=None, asked=None, asking_vectors=None):
+            self.asking_vectors = asking_vectors
+            return ExtractiveGenerator(lambda c: TermStats.from_texts(ch.text for ch in TOY_CHUNKS)).generate(
+                question, contexts, history, query_vector
+            )
+
+    generator = Recording()
+    pipeline = _pipeline()
+    pipeline.generator, pipeline.embed_queries = generator, embed
+    # focus pieces as the provision ranking plans them (this pipeline has no provision search)
+    pipeline._plan = lambda standalone, collection: QueryPlan.of(NormalisedQuestion(standalone))  # type: ignore[method-assign]
+    scene, asks = "We put the notice on our shop door this morning.", "How many business days before selling must we wait?"
+    pipeline.answer(f"{scene} {asks}")
+    assert generator.asking_vectors is not None
+    assert any(np.allclose(row, embed([asks])[0], atol=1e-5) for row in generator.asking_vectors)
+    assert not any(np.allclose(row, embed([f"{scene} {asks}"])[0], atol=1e-5) for row in generator.asking_vectors)
+    earlier = "How must a seller notify buyers of a widget audit?"
+    pipeline.answer("and how many days before?", [Turn("user", earlier), Turn("assistant", "By mail.")])
+    assert generator.asking_vectors.shape[0] == 1
+    assert np.allclose(generator.asking_vectors[0], embed(["and how many days before?"])[0], atol=1e-5)
 
 
 def test_a_short_follow_up_names_a_new_topic_only_with_words_the_question_before_it_lacks():

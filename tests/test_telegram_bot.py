@@ -198,7 +198,7 @@ class LongAnswerGenerator:
     def __init__(self, inner):
         self.inner = inner
 
-    def generate(self, question, contexts, history=(), query_vector=None, asked=None) -> Answer:
+    def generate(self, question, contexts, history=(), query_vector=None, asked=None, asking_vectors=None) -> Answer:
         answer = self.inner.generate(question, contexts, history, query_vector)
         filler = "\n\n".join(f"Paragraph {i}: sellers & buyers <must> keep records." * 6 for i in range(40))
         answer.text = answer.text + "\n\n" + filler
@@ -306,7 +306,7 @@ def test_handling_does_not_block_other_chats(tmp_path, fake):
     class SlowForOneChat:
         inner = toy_generator()
 
-        def generate(self, question, contexts, history=(), query_vector=None, asked=None):
+        def generate(self, question, contexts, history=(), query_vector=None, asked=None, asking_vectors=None):
             if "slow" in question:
                 assert release.wait(10), "never released"
             return self.inner.generate(question, contexts, history, query_vector)
@@ -335,7 +335,7 @@ def test_at_most_two_answers_are_computed_at_once(tmp_path, fake):
     class CountingGenerator:
         inner = toy_generator()
 
-        def generate(self, question, contexts, history=(), query_vector=None, asked=None):
+        def generate(self, question, contexts, history=(), query_vector=None, asked=None, asking_vectors=None):
             with lock:
                 running[0] += 1
                 most[0] = max(most[0], running[0])

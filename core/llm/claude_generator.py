@@ -88,6 +88,7 @@ class ClaudeGenerator:
         history: Sequence[Turn] = (),
         query_vector: Any = None,
         asked: str | None = None,
+        asking_vectors: Any = None,  # Claude reads the question itself
     ) -> Answer:
         documents = [sc for sc in contexts if sc.chunk.text.strip()]
         if not documents:

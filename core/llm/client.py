@@ -347,6 +347,14 @@ class FailureRecorder(Protocol):
     def record(self, question: str, error: BaseException, **context: Any) -> None: ...
 
 
+@dataclass(frozen=True)
+class _Vectors:
+    """The question's embeddings retrieval computed, handed on to whichever generator answers."""
+
+    query: Any = None
+    asking: Any = None
+
+
 class FallbackGenerator:
     """Implements core.pipeline.Generator: `primary`'s answer, or `fallback`'s with a note.
 
@@ -378,12 +386,14 @@ class FallbackGenerator:
         history: Sequence[Turn] = (),
         query_vector: Any = None,
         asked: str | None = None,
+        asking_vectors: Any = None,
     ) -> Answer:
+        vectors = _Vectors(query_vector, asking_vectors)
         window = current_window()
         if window is None or (self.breaker is not None and self.breaker.state == CircuitBreaker.OPEN):
             # No one waiting in a chat, or the circuit is open (the primary fails at once): no window needed.
-            return self._primary_or_fallback(question, contexts, history, query_vector, asked)
-        late = run_late(self._primary_or_fallback, question, contexts, history, query_vector, asked)
+            return self._primary_or_fallback(question, contexts, history, vectors, asked)
+        late = run_late(self._primary_or_fallback, question, contexts, history, vectors, asked)
         try:
             return late.result(timeout=window.remaining())
         except FutureTimeout:
@@ -394,7 +404,7 @@ class FallbackGenerator:
         window.late = late
         log.info("Claude has not answered within %.0f s; showing the quoted answer first", window.wait_s)
         slow = LLMUnavailable(f"no answer within {window.wait_s:g} s", reason=f"no answer within {window.wait_s:g} s")
-        answer = self._fallback_answer(question, contexts, history, slow, query_vector)
+        answer = self._fallback_answer(question, contexts, history, slow, vectors)
         if answer.refused and answer.model == "none":  # the fallback failed too: nothing better to show yet
             return answer
         head = f"Claude has not answered within {window.wait_s:g} s"
@@ -412,17 +422,19 @@ class FallbackGenerator:
         question: str,
         contexts: Sequence[ScoredChunk],
         history: Sequence[Turn],
-        query_vector: Any,
+        vectors: "_Vectors",
         asked: str | None = None,
     ) -> Answer:
         try:
-            return self.primary.generate(question, contexts, history, query_vector, asked)
+            return self.primary.generate(
+                question, contexts, history, vectors.query, asked, asking_vectors=vectors.asking
+            )
         except Exception as exc:  # noqa: BLE001 - nothing may reach the caller
             error = exc
         with self._failures_lock:
             self.failures += 1
         self._record(question, error)
-        return self._fallback_answer(question, contexts, history, error, query_vector)
+        return self._fallback_answer(question, contexts, history, error, vectors)
 
     def _record(self, question: str, error: BaseException) -> None:
         if self.recorder is None:
@@ -438,11 +450,11 @@ class FallbackGenerator:
         contexts: Sequence[ScoredChunk],
         history: Sequence[Turn],
         error: BaseException,
-        query_vector: Any = None,
+        vectors: "_Vectors",
     ) -> Answer:
         reason = error.reason if isinstance(error, LLMError) else "unexpected error"
         try:
-            answer = self.fallback.generate(question, contexts, history, query_vector)
+            answer = self.fallback.generate(question, contexts, history, vectors.query, asking_vectors=vectors.asking)
         except Exception:  # noqa: BLE001
             log.exception("fallback generator failed")
             return Answer(
