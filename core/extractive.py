@@ -38,7 +38,7 @@ from core.comparison import compared
 from core.followup import asking_part, new_topic
 from core.glossary import Glossary
 from core.ingest.references import with_cited_titles
-from core.lexicon import Lexicon, english_words
+from core.lexicon import Lexicon, english_words, one_edit
 from core.linear import LinearModel
 from core.places import place_and_language_names
 from core.query import THE_LAW
@@ -162,6 +162,19 @@ class _Candidates:
     @classmethod
     def declined(cls, why: str) -> "_Candidates":
         return cls([], [], np.zeros((0, len(SENTENCE_FEATURES)), dtype=np.float32), {}, why)
+
+
+# Words that say nothing of what is asked about: greetings, fillers, verbs of any action ("how long
+# would we get to do that?", "ok what does it actually have to cover?", "hey, … before the tool kicks
+# in?").
+_FILLER_WORDS = frozenset(
+    content_terms(
+        "hey hi hello ok okay pls please thanks thank thx quick question guys folks like just really basically "
+        "stuff thing things run runs running start starts started stay stays end ends put puts kick kicks look "
+        "looks looked pull pulls count counts counted need needs want wants know let lets back away right ugh "
+        "money doesn don isn aren didn wasn weren hasn haven won wouldn shouldn couldn"
+    )
+)
 
 
 # Words that say nothing of what a follow-up is about ("how long would we get to do that?", "ok what
@@ -482,13 +495,14 @@ class ExtractiveGenerator:
         heading ("Testing of high-risk AI systems in real world conditions outside AI regulatory
         sandboxes"), which says what the item is about."""
         about = {t: w for t, w in _unclipped(weights, stats).items() if t not in asked.words}
-        # A word the collection never uses ("hey", "kicks in") is in no clause: counted, it thins the
-        # share of what was asked that any clause can hold, and a question set in the user's own
-        # words binds nothing. Where sentence meaning is checked (`min_value_similarity`), meaning
-        # judges such words instead; without it they still count ("how much can a seller be
-        # fined?" is not bound to a "civil penalty" by shared words alone).
+        # A word the collection never uses that says nothing of what is asked ("hey", "kicks in",
+        # "get", a typo of a word it does use: "canidates") is in no clause: counted, it thins the
+        # share of what was asked that any clause can hold. Where sentence meaning is checked
+        # (`min_value_similarity`), meaning judges such words instead. Any other such word names
+        # what the value is about, and no clause here holds it: "how long do candidates have to
+        # file a complaint?" is not answered by the notice period.
         if cosines is not None:
-            about = {t: w for t, w in about.items() if stats.doc_freq.get(t, 0)} or about
+            about = {t: w for t, w in about.items() if stats.doc_freq.get(t, 0) or not _says_nothing(t, stats)} or about
         titled = {
             s.rank: frozenset(content_terms(chunks[s.rank].heading))
             for s in sentences
@@ -513,6 +527,11 @@ class ExtractiveGenerator:
             return any(law and law <= terms | headings[s.rank] for law in subject_in_laws_words)
 
         about_subject = {s.rank for s in sentences if names_subject(s)}
+        # A worked example's figures are its scenario's ("has used the tool for 3 years"), not a rule:
+        # they state the asked value only to a question about the example itself.
+        stated_by = {
+            s.rank for s in sentences if s.rank in about_subject and (role_of(chunks[s.rank]) != "example" or "exampl" in weights)
+        }
 
         items = _list_items_terms(sentences, chunks)
         # What a retention question asks about keeping, in the words the collection uses.
@@ -527,7 +546,7 @@ class ExtractiveGenerator:
         for i, s in enumerate(sentences):
             if s.rank != rank:  # the clause before must come from the same provision
                 rank, previous = s.rank, frozenset()
-            if rank not in about_subject or role_of(chunks[rank]) == "example":
+            if rank not in stated_by:
                 continue
             close = cosines is None or max(float(cosines[i]), float(to_asking[i])) >= self.config.min_value_similarity
             clauses = _CLAUSE_END.split(s.text(chunks))
@@ -831,6 +850,25 @@ _THEIR_LAWS = re.compile(r"\b(?:their|those|these)\s+(?:[\w-]+\s+){0,3}?(?:laws|
 # Short names of countries users type in capitals, and never mean as an ordinary word.
 _COUNTRY_ABBREVIATIONS = re.compile(r"(?<![\w.])(?:U\.?K\.?|U\.?S\.?A?\.?)(?![\w.])")
 _CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,})?(?![\w'’])")
+
+
+def _says_nothing(term: str, stats: TermStats) -> bool:
+    """Whether a word the collection never uses says nothing of what is asked: a filler or a verb
+    of any action (`_FILLER_WORDS`, `_NO_TOPIC_WORDS`), a two-letter abbreviation ("AI", "HR": the
+    collection's subject in users' words, or too short to tell), a word derived from one it uses
+    ("screener"), or one edit from one or from a stop word (a typo: "canidates", "befor")."""
+    if term in _FILLER_WORDS or term in _NO_TOPIC_WORDS or len(term) <= 2:
+        return True
+    if any(stats.doc_freq.get(term[:n], 0) for n in range(5, len(term))):
+        return True  # a word derived from one it uses: "screener" of "screen"
+    if len(term) < 3:
+        return False
+    # one edit from a word it uses, or a stop word with a letter dropped or two swapped ("hav",
+    # "befor", "teh")
+    return any(
+        stats.doc_freq.get(w, 0) or ((len(w) == len(term) + 1 or sorted(w) == sorted(term)) and not content_terms(w))
+        for w in one_edit(term)
+    )
 
 
 def _never_used(terms: Sequence[str], stats: TermStats) -> bool:

@@ -160,19 +160,35 @@ def test_a_value_counts_only_in_a_sentence_close_in_meaning_to_the_question(near
         assert "ten business days" in answer.text
 
 
-def test_words_the_law_never_uses_do_not_thin_a_value_binding_that_meaning_checks():
-    """"hey, how much heads-up do buyers need before the gizmo kicks in?": "hey", "gizmo" and "kicks"
-    are in no clause of the toy law; counted, they leave the notice period's clause too small a share
-    of what was asked. With sentence vectors, meaning judges them; without, they still count."""
+def test_words_the_law_never_uses_that_say_nothing_do_not_thin_a_value_binding_that_meaning_checks():
+    """"hey, how much heads-up do buyerz need before the AI selling kicks in?": "hey", "kicks", the
+    typo "buyerz" and "AI" are in no clause of the toy law; counted, they leave the notice period's
+    clause too small a share of what was asked. With sentence vectors, meaning judges them; without,
+    they still count. A word that names what the value is about ("file a complaint") still counts."""
     stats = TermStats.from_texts(sc.chunk.text for sc in scored())
-    question = "hey, how much heads-up do buyers need before the zorblax gizmo kicks in? quick one pls thx"
+    question = "hey, how much heads-up do buyerz need before the AI selling kicks in? quick one pls thx"
     close = _VectorsByText("ten business days", 0.7)
-    answer = ExtractiveGenerator(lambda c: stats, sentence_vectors=close).generate(
-        question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32)
-    )
+    generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=close)
+    answer = generator.generate(question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32))
     assert not answer.refused and "ten business days" in answer.text
     without_meaning = ExtractiveGenerator(lambda c: stats).generate(question, scored())
     assert "They state no period or deadline for it." in without_meaning.text
+    complaint = generator.generate(
+        "How long do buyers have to file a complaint?",
+        scored(),
+        query_vector=np.array([1.0, 0.0], dtype=np.float32),
+    )
+    assert "They state no period or deadline for it." in complaint.text
+
+
+def test_which_words_the_law_never_uses_say_nothing_of_what_is_asked():
+    from core.extractive import _says_nothing
+
+    stats = TermStats.from_texts(["The seller must screen buyers before the sale.", "Candidates may ask."])
+    for word in ("hey", "kick", "get", "ai", "screener", "canid", "hav", "befor", "teh", "doesn"):
+        assert _says_nothing(word, stats), word
+    for word in ("complaint", "salari", "sunset", "calendar", "tomorrow"):
+        assert not _says_nothing(word, stats), word
 
 
 def test_a_worked_example_never_states_the_asked_value():
@@ -190,6 +206,9 @@ def test_a_worked_example_never_states_the_asked_value():
     answer = generator.generate(question, [ScoredChunk(example, 1.0), ScoredChunk(rule, 0.9)])
     assert answer.text.startswith("Under Toy Code § 1-131"), answer.text
     assert "They state no period" in generator.generate(question, [ScoredChunk(example, 1.0)]).text
+    # ... unless the question is about the example
+    about_it = generator.generate("In Example 1, how many years had the seller kept widget data?", [ScoredChunk(example, 1.0)])
+    assert not about_it.refused and "3 years" in about_it.text
 
 
 def test_a_value_sentence_may_be_close_in_meaning_to_the_part_that_asks_instead():
