@@ -308,6 +308,8 @@ class ExtractiveGenerator:
             if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
                 return _Candidates.declined("They define no such term.")
         cosines = self._cosines(sentences, chunks, query_vector)
+        # ... and to each part of the question read on its own (`asking_vectors`)
+        to_parts = self._cosines_to_parts(sentences, cosines, asking_vectors)
         asked = asked_value(asking)
         # What a follow-up names anew; the words that ask ("how long") and words saying nothing of
         # what ("how long would we get to do that?") name nothing.
@@ -341,13 +343,13 @@ class ExtractiveGenerator:
             # The subject in the law's words too ("the pilot": "testing in real world conditions").
             subject_in_laws_words = _laws_words_naming(expansions, {asked.subject} if asked.subject else set())
             stating = self._stating_asked_value(
-                sentences, chunks, asked, about, cosines, stats, query_vector, subject_in_laws_words, asking_vectors
+                sentences, chunks, asked, about, cosines, stats, query_vector, subject_in_laws_words, to_parts
             )
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
         if cosines is not None:
             # close in meaning to the question, or to one of its parts read on its own
-            nearest = max(float(cosines.max()), float(self._asking_cosines(sentences, cosines, asking_vectors).max()))
+            nearest = max(float(cosines.max()), float(to_parts.max()))
             if nearest < self.config.min_similarity:
                 return _Candidates.declined("")
         elif _coverage(frozenset().union(*(s.terms for s in sentences)), weights) < self.config.min_support:
@@ -483,7 +485,7 @@ class ExtractiveGenerator:
         stats: TermStats,
         query_vector: np.ndarray | None = None,
         subject_in_laws_words: Sequence[frozenset[str]] = (),
-        asking_vectors: np.ndarray | None = None,
+        to_parts: np.ndarray | None = None,
     ) -> dict[_Sentence, float]:
         """The sentences with a clause that states the asked kind of value about what was asked, with
         how much of what was asked their best such clause holds (with the clause before it).
@@ -509,10 +511,11 @@ class ExtractiveGenerator:
             if _ITEM_CHUNK.match(chunks[s.rank].text) and chunks[s.rank].heading.strip()
         }
         cosines = self._with_headings(sentences, chunks, cosines, query_vector, titled)
-        # ... or to a part of the question read on its own ("We put the notice in the job posting
-        # this morning. How soon can the tool start screening?"): the scene pulls the whole
-        # message's meaning away from the clause that states the period.
-        to_asking = self._asking_cosines(sentences, cosines, asking_vectors)
+        # ... or to a part of the question read on its own (`to_parts`: "We put the notice in the
+        # job posting this morning. How soon can the tool start screening?"): the scene pulls the
+        # whole message's meaning away from the clause that states the period.
+        if to_parts is None:
+            to_parts = np.zeros(len(sentences), dtype=np.float32)
         # Provisions that mention the question's subject; a value elsewhere is someone else's. A
         # subject the collection never uses ("the franchisee") cannot tell one provision from another.
         # A provision naming the subject in the law's words for it (`subject_in_laws_words`, from the
@@ -548,7 +551,7 @@ class ExtractiveGenerator:
                 rank, previous = s.rank, frozenset()
             if rank not in stated_by:
                 continue
-            close = cosines is None or max(float(cosines[i]), float(to_asking[i])) >= self.config.min_value_similarity
+            close = cosines is None or max(float(cosines[i]), float(to_parts[i])) >= self.config.min_value_similarity
             clauses = _CLAUSE_END.split(s.text(chunks))
             for n, clause in enumerate(clauses):
                 terms = frozenset(content_terms(clause))
@@ -573,7 +576,7 @@ class ExtractiveGenerator:
                 previous = terms
         return stating
 
-    def _asking_cosines(
+    def _cosines_to_parts(
         self, sentences: list[_Sentence], cosines: np.ndarray | None, asking_vectors: np.ndarray | None
     ) -> np.ndarray:
         """Each sentence's best cosine to a part of the question (zeros without them)."""
@@ -629,7 +632,7 @@ class ExtractiveGenerator:
         # A side the law defines is spoken of by its definition, not by a rule that names it
         # ("provider vs deployer": Art. 3(3) beside Art. 3(4), not a duty that names providers;
         # "historical data vs test data": § 5-302(b) names both, § 5-300 says what each is).
-        definitions = 0
+        extra = 0  # quotes on top of max_sentences: sides' definitions, parts' sentences
         for side in found.sides:
             speaking = [
                 i for i in order if fits(i, alike=True) and _speaks_of(sentences[i].text(chunks), sentences[i].terms, side)
@@ -642,7 +645,7 @@ class ExtractiveGenerator:
             about = next(iter(defined or speaking), None)
             if about is not None:
                 chosen.append(sentences[about])
-                definitions += 1 if defined else 0
+                extra += 1 if defined else 0
         floor = float(scores[best]) + math.log(self.config.follow_share)
         # Each thing a message asks is answered: among the sentences likely enough to follow the
         # first, the best about a part no quote holds yet comes next ("who goes after companies,
@@ -656,11 +659,11 @@ class ExtractiveGenerator:
             )
             if about is not None:
                 chosen.append(sentences[about])
-                definitions += 1
+                extra += 1
         # The sides' definitions and the parts' sentences answer what the message asks; the rest of
         # it ("…, and when may we use test data?") still has the usual number of quotes, within the
         # word limit.
-        while len(chosen) < self.config.max_sentences + definitions:
+        while len(chosen) < self.config.max_sentences + extra:
             candidates = [i for i in order if scores[i] >= floor and fits(i)]
             if not candidates:
                 break
@@ -861,8 +864,6 @@ def _says_nothing(term: str, stats: TermStats) -> bool:
         return True
     if any(stats.doc_freq.get(term[:n], 0) for n in range(5, len(term))):
         return True  # a word derived from one it uses: "screener" of "screen"
-    if len(term) < 3:
-        return False
     # one edit from a word it uses, or a stop word with a letter dropped or two swapped ("hav",
     # "befor", "teh")
     return any(
