@@ -280,9 +280,15 @@ def _kept(question: str, at: int) -> frozenset[str]:
 _IMPOSES = re.compile(r"\s+(?:fine|charge|penali[sz]e|sanction|bill|impose|levy|demand)\b", re.I)
 
 
+# "how long does that take?", "how much does this cost?": "that" is the pronoun, the word after it the verb.
+_VERB_AFTER_PRONOUN = frozenset(
+    "take takes last lasts run runs get cost costs apply applies happen happens need work go".split()
+)
+
+
 def _subject(question: str) -> str | None:
     m = _SUBJECT.search(question)
-    if m is None or _IMPOSES.match(question, m.end()):
+    if m is None or _IMPOSES.match(question, m.end()) or m.group(1).lower() in _VERB_AFTER_PRONOUN:
         return None
     terms = content_terms(m.group(1))
     return terms[0] if terms else None  # a pronoun ("it", "they") names no subject

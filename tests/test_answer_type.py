@@ -33,6 +33,8 @@ from hypa_testkit.toy import make_chunk, scored, toy_generator
         ("How often must the tool be audited?", (("duration",),), "tool"),
         ("For how many years does the vendor provide historical data?", (("duration",),), "vendor"),
         ("How long does it take?", (("duration",),), None),  # a pronoun names no subject
+        ("Do we need someone's approval, and how long does that take?", (("duration",),), None),  # "that" + verb
+        ("How long does that review take?", (("duration",),), "review"),
         ("We stopped last month. How long must the summary stay up?", (("duration",),), "summari"),
         ("Is there a fee, and if so how much is it?", (("money", "percentage"),), None),
         ("Is there a rule to keep audit records for some number of years?", (("duration",),), None),
