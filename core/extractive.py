@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
@@ -307,9 +307,7 @@ class ExtractiveGenerator:
         for term in defined_term_asked(question):
             if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
                 return _Candidates.declined("They define no such term.")
-        cosines = self._cosines(sentences, chunks, query_vector)
-        # ... and to each part of the question read on its own (`asking_vectors`)
-        to_parts = self._cosines_to_parts(sentences, cosines, asking_vectors)
+        cosines, to_parts = self._cosines(sentences, chunks, query_vector, asking_vectors)
         asked = asked_value(asking)
         # What a follow-up names anew; the words that ask ("how long") and words saying nothing of
         # what ("how long would we get to do that?") name nothing.
@@ -387,9 +385,7 @@ class ExtractiveGenerator:
         when it asks one thing, or when fewer than two of its parts name anything the law uses."""
         parts = []
         for part in question_parts(asking):
-            terms = {t: stats.idf(t) for t in set(content_terms(part)) - framing_terms(part)}
-            terms = _in_the_laws_words(terms, self._expansions(part, glossary, collection), stats)
-            terms = {t: w for t, w in terms.items() if stats.doc_freq.get(t, 0)}
+            terms = self._used_terms(part, set(content_terms(part)) - framing_terms(part), glossary, stats, collection)
             if terms:
                 parts.append(terms)
         return parts if len(parts) > 1 else []
@@ -401,9 +397,7 @@ class ExtractiveGenerator:
             return []
         sides = []
         for side in (comparison.first, comparison.second):
-            terms = {t: stats.idf(t) for t in content_terms(side)}
-            terms = _in_the_laws_words(terms, self._expansions(side, glossary, collection), stats)
-            sides.append({t: w for t, w in terms.items() if stats.doc_freq.get(t, 0)})
+            sides.append(self._used_terms(side, content_terms(side), glossary, stats, collection))
         if not all(sides):
             return []
         # What the sides share does not tell them apart ("selection rate vs scoring rate": "rate"):
@@ -411,6 +405,14 @@ class ExtractiveGenerator:
         shared = set(sides[0]) & set(sides[1])
         distinct = [{t: w for t, w in side.items() if t not in shared} for side in sides]
         return distinct if all(distinct) else sides
+
+    def _used_terms(
+        self, text: str, terms: Iterable[str], glossary: Glossary, stats: TermStats, collection: str
+    ) -> dict[str, float]:
+        """`terms` of `text` by idf, a user's phrase the law never uses in the law's words for it,
+        only those the collection uses."""
+        weighted = _in_the_laws_words({t: stats.idf(t) for t in terms}, self._expansions(text, glossary, collection), stats)
+        return {t: w for t, w in weighted.items() if stats.doc_freq.get(t, 0)}
 
     def _expansions(self, text: str, glossary: Glossary, collection: str) -> tuple[tuple[str, str], ...]:
         """(as typed, the law's words) for the glossary's phrasings and the abbreviations in `text`."""
@@ -422,21 +424,31 @@ class ExtractiveGenerator:
     # -- signals -------------------------------------------------------------------------------
 
     def _cosines(
-        self, sentences: list[_Sentence], chunks: list[Chunk], query_vector: np.ndarray | None
-    ) -> np.ndarray | None:
+        self,
+        sentences: list[_Sentence],
+        chunks: list[Chunk],
+        query_vector: np.ndarray | None,
+        asking_vectors: np.ndarray | None = None,
+    ) -> tuple[np.ndarray | None, np.ndarray]:
         """How close each sentence is to the question: as quoted, or read with the titles of the
         units it cites, whichever is closer ("(a) Chapters I and II shall apply from …" is about
-        prohibited AI practices, Chapter II). Both readings are stored at ingest."""
+        prohibited AI practices, Chapter II). Both readings are stored at ingest. And each
+        sentence's best cosine, as quoted, to a part of the question read on its own
+        (`asking_vectors`; zeros without them)."""
+        to_parts = np.zeros(len(sentences), dtype=np.float32)
         if self._sentence_vectors is None or query_vector is None:
-            return None
+            return None, to_parts
         query = np.asarray(query_vector, dtype=np.float32)
-        cosines = self._sentence_vectors.get([s.unit for s in sentences]) @ query
+        stored = self._sentence_vectors.get([s.unit for s in sentences])
+        cosines = stored @ query
+        if asking_vectors is not None and len(asking_vectors):
+            to_parts = (stored @ np.asarray(asking_vectors, dtype=np.float32).T).max(axis=1)
         titled = [with_cited_titles(s.unit, chunks[s.rank].references) for s in sentences]
         rows = [i for i, (s, t) in enumerate(zip(sentences, titled)) if t != s.unit]
         if rows:
             read = self._sentence_vectors.get([titled[i] for i in rows]) @ query
             cosines[rows] = np.maximum(cosines[rows], read)
-        return cosines
+        return cosines, to_parts
 
     def _features(
         self,
@@ -575,15 +587,6 @@ class ExtractiveGenerator:
                     stating[s] = max(stating.get(s, 0.0), binding)
                 previous = terms
         return stating
-
-    def _cosines_to_parts(
-        self, sentences: list[_Sentence], cosines: np.ndarray | None, asking_vectors: np.ndarray | None
-    ) -> np.ndarray:
-        """Each sentence's best cosine to a part of the question (zeros without them)."""
-        if cosines is None or asking_vectors is None or not len(asking_vectors) or self._sentence_vectors is None:
-            return np.zeros(len(sentences), dtype=np.float32)
-        stored = self._sentence_vectors.get([s.unit for s in sentences])
-        return (stored @ np.asarray(asking_vectors, dtype=np.float32).T).max(axis=1)
 
     def _with_headings(
         self,

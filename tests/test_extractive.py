@@ -674,9 +674,9 @@ def test_a_sentence_is_also_read_with_the_titles_of_the_units_it_cites():
     cited = replace(item, references="Chapter I: General provisions; Chapter II: Prohibited practices")
     generator = ExtractiveGenerator(lambda c: TermStats.from_texts([item.text]), sentence_vectors=Vectors())
     query = np.array([1.0, 0.0], dtype=np.float32)
-    read = generator._cosines(_sentences([cited]), [cited], query)
+    read, _ = generator._cosines(_sentences([cited]), [cited], query)
     assert read is not None and float(read.max()) == 1.0
-    bare = generator._cosines(_sentences([item]), [item], query)  # no titles stored: the text alone
+    bare, _ = generator._cosines(_sentences([item]), [item], query)  # no titles stored: the text alone
     assert bare is not None and float(bare.max()) == 0.0
 
 
