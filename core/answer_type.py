@@ -43,6 +43,14 @@ _STATES = {
         re.I,
     ),
     "statistic": re.compile(r"\b(?:average|mean|median)\b", re.I),
+    # The moment a duty falls due, said without a number: "at the latest at the time of the first
+    # interaction", "prior to putting it into service", "without undue delay".
+    "moment": re.compile(
+        r"\b(?:at the latest|no later than|not later than|prior to|at the time of|without (?:undue )?delay|"
+        r"immediately|as soon as|before (?:(?:the|its|their|any|first|such)\s+)*(?:use|using|placing|putting|deploy\w*|"
+        r"starting|being|it|they))\b",
+        re.I,
+    ),
     "opinion": re.compile(
         r"\b(?:sentiment|opinions?|attitudes?|in favou?r|supported|supportive|opposed|opposition|"
         r"critici[sz]\w*|welcomed|objected|objections?|praised|concerns? (?:about|over|regarding|with))\b",
@@ -86,6 +94,9 @@ _Kinds = tuple[tuple[str, ...], ...]
 _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool]] = [
     # (pattern, kind groups[, required]); the first match wins.
     (re.compile(r"\bhow (?:long|soon)\b", re.I), (("duration",),)),
+    # "How quickly do we have to tell the Commission?": a period ("within two weeks") or a moment
+    # ("without undue delay") leads; the law may say neither.
+    (re.compile(r"\bhow (?:quickly|fast|promptly)\b", re.I), (("duration", "moment"),), False),
     (re.compile(r"\bhow often\b", re.I), (("duration",),)),
     # "how much heads-up / notice / time do candidates get?" asks for a period, not money.
     (
@@ -197,13 +208,27 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
     ),
     # "By what date ...?" asks for the date (a period from an event will do).
     (re.compile(r"\bby what date\b", re.I), (("date", "duration"),)),
+    # "At what point in the chat does that have to be shown?", "when do we have to tell them?" ask
+    # when a duty falls due: a clause saying so leads ("at the latest at the time of the first
+    # interaction", "10 business days before use"); one that does not may still answer.
+    (
+        re.compile(
+            r"\b(?P<ask>at what (?:point|stage|moment|time)|how early|when)\b(?P<verb>)"
+            r"(?=(?:\s+[\w'’-]+){0,3}?\s+(?:have|has|need|needs|got|required|supposed|obliged)\s+to\b"
+            r"|\s+(?:must|should|shall)\b"
+            r"|\s+(?:in|during)\b|\s+(?:does|do|is|are)\s+(?:that|this|it)\s+(?:have|need)\s+to\b)",
+            re.I,
+        ),
+        (("moment", "duration", "date"),),
+        False,
+    ),
 ]
 _HOW_MANY = re.compile(r"\bhow many (\w+(?: \w+){0,2})", re.I)
 
 
 # "how many years does the vendor ...": the auxiliary after the wh-phrase, then the subject.
 _SUBJECT = re.compile(
-    r"\bhow (?:many|much|long|soon|often|old)\b(?:\s+[\w-]+){0,4}?\s+"
+    r"\bhow (?:many|much|long|soon|quickly|fast|promptly|often|old)\b(?:\s+[\w-]+){0,4}?\s+"
     r"(?:do|does|did|is|are|was|were|must|should|shall|can|could|will|would|has|have|had|may)\s+"
     r"(?:(?:the|a|an|its|their|each|every|this|that)\s+)?([A-Za-z][\w-]*)",
     re.I,
@@ -304,6 +329,7 @@ _KIND_NAMES = {
     "statistic": "average",
     "opinion": "opinion or sentiment",
     "date": "date",
+    "moment": "time by which it is due",
 }
 
 

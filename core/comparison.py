@@ -17,9 +17,14 @@ from core.text import content_terms
 _BOUNDARIES = "?.!;:,()[]—–"
 # The words between the sides, found first so that the sides are cut out by position (a side
 # pattern tried at every start is quadratic in the message's length).
-_BETWEEN = re.compile(r"\s(?:vs\.?|versus|compared\s+(?:with|to))\s", re.I)
+_BETWEEN = re.compile(r"\s(?:vs\.?|versus|compared\s+(?:with|to)|(?:any\s+)?differ(?:ent|s)?\s+from)\s", re.I)
 _DIFFERENCE = re.compile(r"\bdifferences?\s+between\s", re.I)
 _COMPARE = re.compile(r"\s+compare[sd]?\s+(?:with|to|against)\s", re.I)
+# "is the notice the same for outside candidates and for employees up for promotion?"
+_SAME_FOR = re.compile(r"\bthe\s+same\s+for\s", re.I)
+# What opens a first side without naming it: "do the ways we may deliver the notice differ for
+# outside applicants vs …" compares outside applicants; the rest sets the scene.
+_ASKS_HOW_DIFFERENT = re.compile(r"^.*\b(?:differ(?:s|ent)?|the\s+same)\s+(?:for|between|with|in)\s+", re.I)
 _HOW = re.compile(r"\bhow\s+(?:do|does|is|are)\s", re.I)
 # Words that open the clause, not a side: "so", "what's the actual".
 _LEADING = re.compile(
@@ -36,6 +41,9 @@ class Comparison:
     first: str
     second: str
     rest: str  # the question's other sentences ("we resell a US vendor's software ...")
+    # What is compared for both sides when it is said before them ("is the conformity assessment
+    # route different for X vs Y": "the conformity assessment route"), part of `rest`.
+    scene: str = ""
 
     def between_names(self) -> bool:
         """Whether both sides are names ("provider vs deployer"), not descriptions."""
@@ -45,19 +53,28 @@ class Comparison:
         """What to search for each side: the side, with the rest of the question when the side is
         only a name ("importer" -> "importer; we resell a US vendor's AI software in the EU")."""
         def query(side: str) -> str:
-            return f"{side} {self.rest}" if len(side.split()) <= MAX_NAME_WORDS and self.rest else side
+            if len(side.split()) <= MAX_NAME_WORDS and self.rest:
+                return f"{side} {self.rest}"
+            return f"{side} {self.scene}" if self.scene else side
 
         return query(self.first), query(self.second)
 
 
 def compared(question: str) -> Comparison | None:
     """The comparison `question` asks for, or None when it compares nothing."""
-    for first, second, whole in _candidates(question):
+    for first, second, whole, scene in _candidates(question):
         first = _LEADING.sub("", first.strip()).strip()
-        second, setting = _without_setting(first, second.strip())
+        framing = _ASKS_HOW_DIFFERENT.match(first)
+        if framing is not None:  # the scene is set before the sides, not after them
+            first, second, setting = first[framing.end() :], second.strip(), framing.group(0).strip()
+        elif scene is not None:
+            second, setting = second.strip(), scene.strip()
+        else:
+            second, setting = _without_setting(first, second.strip())
         if _side(first) and _side(second):
             others = [s.strip() for s in _SENTENCE.findall(question) if s.strip() and whole not in s]
-            return Comparison(first, second, " ".join([setting, *others]).strip())
+            before = setting if framing is not None or scene is not None else ""
+            return Comparison(first, second, " ".join([setting, *others]).strip(), before)
     return None
 
 
@@ -78,21 +95,29 @@ def _without_setting(first: str, second: str) -> tuple[str, str]:
     return second[: m.start()], second[m.start() :].strip()
 
 
-def _candidates(question: str) -> Iterator[tuple[str, str, str]]:
-    """(first side, second side, the text holding both) of each way `question` may compare."""
+def _candidates(question: str) -> Iterator[tuple[str, str, str, str | None]]:
+    """(first side, second side, the text holding both, the scene set before the sides, None when
+    a scene may follow them) of each way `question` may compare."""
     for m in _DIFFERENCE.finditer(question):
         pair = question[m.end() : _next_boundary(question, m.end())]
         first, sep, second = pair.partition(" and ")
         if sep:
-            yield first, second, question[m.start() : m.end() + len(pair)]
+            yield first, second, question[m.start() : m.end() + len(pair)], None
     for m in _COMPARE.finditer(question):
         hows = list(_HOW.finditer(question, _last_boundary(question, m.start()), m.start()))
         if hows:
             how, end = hows[-1], _next_boundary(question, m.end())
-            yield question[how.end() : m.start()], question[m.end() : end], question[how.start() : end]
+            yield question[how.end() : m.start()], question[m.end() : end], question[how.start() : end], None
+    for m in _SAME_FOR.finditer(question):
+        pair = question[m.end() : _next_boundary(question, m.end())]
+        first, sep, second = pair.partition(" and ")
+        if sep:
+            second = re.sub(r"^(?:for|to)\s+", "", second.strip(), flags=re.I)
+            scene = question[_last_boundary(question, m.start()) : m.start()]
+            yield first, second, question[m.start() : m.end() + len(pair)], scene
     for m in _BETWEEN.finditer(question):
         start, end = _last_boundary(question, m.start()), _next_boundary(question, m.end())
-        yield question[start : m.start()], question[m.end() : end], question[start:end]
+        yield question[start : m.start()], question[m.end() : end], question[start:end], None
 
 
 def _last_boundary(text: str, at: int) -> int:

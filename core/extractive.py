@@ -151,8 +151,8 @@ class _Candidates:
     refusal: str | None = None  # not None: decline, and say this ("" = no reason beyond the refusal)
     # Rows that may lead the answer: for a question asking for a value, those that state it.
     leads: frozenset[int] = frozenset()
-    # The key terms of each side of a comparison the question asks for ("importer vs distributor").
-    sides: list[dict[str, float]] = field(default_factory=list)
+    # Each side of a comparison the question asks for ("importer vs distributor").
+    sides: list["_Side"] = field(default_factory=list)
     # The one operator role the question names ("do providers have to ..."), None for none or several.
     role: str | None = None
     # The key terms of each thing a message asks, when it asks two or more ("who goes after
@@ -390,21 +390,23 @@ class ExtractiveGenerator:
                 parts.append(terms)
         return parts if len(parts) > 1 else []
 
-    def _sides(self, asking: str, glossary: Glossary, stats: TermStats, collection: str) -> list[dict[str, float]]:
-        """The key terms of each side of a comparison the question asks for (none when it asks none)."""
+    def _sides(self, asking: str, glossary: Glossary, stats: TermStats, collection: str) -> list["_Side"]:
+        """Each side of a comparison the question asks for (none when it asks none)."""
         comparison = compared(asking)
         if comparison is None:
             return []
-        sides = []
+        sides, law_words = [], []
         for side in (comparison.first, comparison.second):
+            expansions = self._expansions(side, glossary, collection)
             sides.append(self._used_terms(side, content_terms(side), glossary, stats, collection))
+            law_words.append(_law_words_for(sides[-1], expansions, stats))
         if not all(sides):
             return []
         # What the sides share does not tell them apart ("selection rate vs scoring rate": "rate"):
         # counted, the definition of one side would speak of the other too.
         shared = set(sides[0]) & set(sides[1])
         distinct = [{t: w for t, w in side.items() if t not in shared} for side in sides]
-        return distinct if all(distinct) else sides
+        return [_Side(terms, law) for terms, law in zip(distinct if all(distinct) else sides, law_words)]
 
     def _used_terms(
         self, text: str, terms: Iterable[str], glossary: Glossary, stats: TermStats, collection: str
@@ -636,6 +638,7 @@ class ExtractiveGenerator:
         # ("provider vs deployer": Art. 3(3) beside Art. 3(4), not a duty that names providers;
         # "historical data vs test data": § 5-302(b) names both, § 5-300 says what each is).
         extra = 0  # quotes on top of max_sentences: sides' definitions, parts' sentences
+        home = _provision(chunks[chosen[0].rank])
         for side in found.sides:
             speaking = [
                 i for i in order if fits(i, alike=True) and _speaks_of(sentences[i].text(chunks), sentences[i].terms, side)
@@ -645,9 +648,12 @@ class ExtractiveGenerator:
                 _speaks_of(c.text(chunks), c.terms, side) and (not defined or defined_names(c.text(chunks))) for c in chosen
             ):
                 continue
-            about = next(iter(defined or speaking), None)
+            # The law often answers both sides in parallel clauses of one provision (§ 5-304(b) for
+            # candidates, (c) for employees up for promotion): a side's clause is sought there first.
+            parallel = [i for i in defined or speaking if _provision(chunks[sentences[i].rank]) == home]
+            about = next(iter(parallel or defined or speaking), None)
             if about is not None:
-                chosen.append(sentences[about])
+                chosen.append(sentences[self._list_lead_in(found, about, speaking)])
                 extra += 1 if defined else 0
         floor = float(scores[best]) + math.log(self.config.follow_share)
         # Each thing a message asks is answered: among the sentences likely enough to follow the
@@ -674,6 +680,21 @@ class ExtractiveGenerator:
             nxt = max(candidates, key=lambda i: (scores[i] + _coverage(sentences[i].terms - covered, weights), -i))
             chosen.append(sentences[nxt])
         return chosen
+
+    @staticmethod
+    def _list_lead_in(found: "_Candidates", item: int, speaking: list[int]) -> int:
+        """`item`, or, when it is an item of a list whose lead-in speaks of the same side, that
+        lead-in (quoted with its items): a side's rule is the whole list ("may provide notice to a
+        candidate for employment … by doing any of the following:"), not its second item."""
+        s, chunks = found.sentences[item], found.chunks
+        if _LIST_ITEM.match(s.text(chunks)) is None:
+            return item
+        before = [
+            i for i in speaking
+            if found.sentences[i].rank == s.rank and found.sentences[i].end <= s.start
+            and found.sentences[i].text(chunks).rstrip().endswith(":")
+        ]
+        return max(before, key=lambda i: found.sentences[i].start, default=item)
 
     def _role_lead(self, found: "_Candidates", order: list[int], best: int) -> int:
         """`best`, or, when its subject is another operator than the one the question names, the best
@@ -967,13 +988,48 @@ _SIDE_COVERED = 0.5
 _PART_COVERED = 0.5
 
 
-def _speaks_of(text: str, terms: frozenset[str], side: dict[str, float]) -> bool:
+@dataclass(frozen=True)
+class _Side:
+    """One side of a comparison: its key terms by idf, and the law's words for those a user typed in
+    words of their own that the law also uses elsewhere ("outside applicants": the notice rule says
+    "candidate for employment"; the law's "applicants" are those of the bias audit's sample)."""
+
+    terms: dict[str, float]
+    law_words: dict[str, tuple[frozenset[str], ...]]
+
+    def coverage(self, terms: frozenset[str]) -> float:
+        """The share of the side's key terms `terms` holds, in the user's words or the law's."""
+        held = set(terms) | {t for t, laws in self.law_words.items() if any(law <= terms for law in laws)}
+        return _coverage(held, self.terms)
+
+
+def _law_words_for(
+    terms: dict[str, float], expansions: Sequence[tuple[str, str]], stats: TermStats
+) -> dict[str, tuple[frozenset[str], ...]]:
+    """For each of `terms` the user typed, the law's words for it (`expansions`), those the
+    collection uses."""
+    out: dict[str, tuple[frozenset[str], ...]] = {}
+    for typed, law in expansions:
+        words = frozenset(t for t in content_terms(law) if stats.doc_freq.get(t, 0))
+        if not words:
+            continue
+        for t in set(content_terms(typed)) & set(terms):
+            out[t] = (*out.get(t, ()), words)
+    return out
+
+
+def _provision(chunk: Chunk) -> tuple[str, str]:
+    """The provision a chunk is part of: its document and heading (§ 5-304's (b) and (c) share one)."""
+    return chunk.doc_id, chunk.heading
+
+
+def _speaks_of(text: str, terms: frozenset[str], side: _Side) -> bool:
     """Whether a sentence is about one side of a comparison: a definition only of what it defines
     ("'distributor' means … other than the provider or the importer" is not about the importer)."""
     defined = [frozenset(content_terms(name)) for name in defined_names(text)]
     if defined:
-        return any(_coverage(name, side) >= _SIDE_COVERED for name in defined)
-    return _coverage(terms, side) >= _SIDE_COVERED
+        return any(side.coverage(name) >= _SIDE_COVERED for name in defined)
+    return side.coverage(terms) >= _SIDE_COVERED
 
 
 def _joined(names: list[str]) -> str:

@@ -27,6 +27,7 @@ from core.ranking import BM25_CANDIDATES, FeatureBuilder, ProvisionRanker
 from core.rerank import NoReranker, Reranker
 from core.rewriter import OfflineRewriter, QueryRewriter
 from core.text import word_runs, word_set
+from core.thread_units import last_answer_units, unit_of_label
 from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
 
 log = logging.getLogger(__name__)
@@ -211,6 +212,8 @@ class AnswerPipeline:
         self.language = language
         # collection -> token budget of the default config, where a collection needs its own.
         self.context_tokens = dict(context_tokens or {})
+        # collection -> (the features its chunks' units were read from, each chunk's unit)
+        self._chunk_units: dict[str, tuple[FeatureBuilder, list[str | None]]] = {}
 
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -290,7 +293,9 @@ class AnswerPipeline:
         asking_vectors = _asking_vectors(vectors, follow_up, 1 + len(rewrite.sub_queries))
         if params.ranking == "provisions" and self.provisions is not None and vectors is not None and query_vector is not None:
             pieces = vectors[1 + len(rewrite.sub_queries) :]
-            contexts = self._rank_provisions(plan, collection, query_vector, pieces, params)
+            # a follow-up asks on about what the thread's last answer cited (core/thread_units.py)
+            cited = last_answer_units(history) if asking else frozenset()
+            contexts = self._rank_provisions(plan, collection, query_vector, pieces, params, cited)
             if asking and new_topic(rewrite.standalone, asking):
                 contexts = self._with_follow_up_best(asking, contexts, collection, params, query_vector)
             comparison = compared(plan.question)
@@ -360,17 +365,30 @@ class AnswerPipeline:
         query_vector: np.ndarray,
         piece_vectors: np.ndarray,
         params: RetrievalParams,
+        cited: frozenset[str] = frozenset(),
     ) -> list[ScoredChunk]:
+        """The best provisions for `plan`; those of the units in `cited` (the thread's last answer's)
+        lifted by THREAD_UNIT_WEIGHT."""
         assert self.provisions is not None
         pool = max(params.top_k * 3, self.rerank_candidates if self.reranker is not None else 0, 30)
-        prior = None
+        features = self.provisions.features(collection)
+        prior: np.ndarray | None = None
         if self.provisions.precedents is not None:
             precedents = self.provisions.precedents(collection)
             prior = precedents.config.weight * precedents.votes(query_vector)
-        ranked = self.provisions.ranker.rank(
-            plan, collection, self.provisions.features(collection), query_vector, piece_vectors, pool, prior
-        )
+        if cited:
+            lean = THREAD_UNIT_WEIGHT * np.array([u in cited for u in self._units_of(collection, features)], dtype=np.float32)
+            prior = lean if prior is None else prior + lean
+        ranked = self.provisions.ranker.rank(plan, collection, features, query_vector, piece_vectors, pool, prior)
         return drop_near_duplicates(ranked)
+
+    def _units_of(self, collection: str, features: FeatureBuilder) -> list[str | None]:
+        """The unit of each chunk `features` ranks (core/thread_units.py), read once per collection version."""
+        known = self._chunk_units.get(collection)
+        if known is None or known[0] is not features:
+            known = (features, [unit_of_label(c.label) for c in features.segments.chunks])
+            self._chunk_units[collection] = known
+        return known[1]
 
     def _with_follow_up_best(
         self, asking: str, ranked: list[ScoredChunk], collection: str, params: RetrievalParams, thread_vector: np.ndarray
@@ -513,6 +531,11 @@ FOLLOW_UP_ANSWER_WEIGHT = 1.5
 # A short follow-up's own best provision (`_with_follow_up_best`) is ranked leaning this much toward
 # the thread, and left where it is when already among the first FOLLOW_UP_BEST_KEPT.
 FOLLOW_UP_THREAD_WEIGHT = 0.5
+# What a follow-up's ranking adds to the score of each chunk of a unit the thread's last answer
+# cited (core/thread_units.py): a nudge, since a follow-up may ask on about another unit ("do we
+# then have to do a fundamental rights impact assessment?" after Annex III). Twice this lost such a
+# follow-up's answer on our sets (docs/RESULTS.md, seventeenth update).
+THREAD_UNIT_WEIGHT = 0.5
 FOLLOW_UP_BEST_KEPT = 4
 
 

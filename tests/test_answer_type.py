@@ -172,10 +172,12 @@ def test_when_rules_apply_asks_for_a_date_and_keeps_its_subject():
     asked = asked_value("When do the prohibited AI practices rules start to apply?")
     assert asked is not None and asked.kinds == (("date", "duration"),)
     assert asked.words == {"start"}  # "prohibited AI practices rules" is what it is about
-    assert asked_value("When must we notify candidates?") is None  # a rule, not a date
-    assert states_value("This local law takes effect on January 1, 2023.", asked)
     assert states_value("shall apply from … [six months from the date of entry into force]", asked)
+    assert states_value("This local law takes effect on January 1, 2023.", asked)
     assert not states_value("Providers shall keep the logs.", asked)
+    # when a duty falls due: a moment or a period leads, and a rule saying neither may still answer
+    due = asked_value("When must we notify candidates?")
+    assert due is not None and due.kinds == (("moment", "duration", "date"),) and not due.required
 
 
 @pytest.mark.parametrize(
@@ -192,6 +194,28 @@ def test_asking_for_the_fine_asks_for_an_amount_but_does_not_require_one(questio
     assert asked is not None and asked.kinds == (("money", "percentage"),)
     assert not asked.required
     assert not asked.words & {"fine", "penalti"}
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["ok, and at what point in the conversation does that have to be shown?", "when do we have to tell them?",
+     "so when should we send the notice?", "How early must the notice go out?"],
+)
+def test_asking_when_a_duty_falls_due_asks_for_a_moment(question: str):
+    asked = asked_value(question)
+    assert asked is not None and asked.kinds == (("moment", "duration", "date"),) and not asked.required
+    assert states_value("shall be provided at the latest at the time of the first interaction", asked)
+    assert states_value("at least 10 business days before use of an AEDT", asked)
+    assert not states_value("Providers shall keep the logs.", asked)
+
+
+def test_how_quickly_asks_for_a_period_or_a_moment_and_requires_neither():
+    asked = asked_value("ok and how quickly do we have to tell the Commission?")
+    assert asked is not None and asked.kinds == (("duration", "moment"),) and not asked.required
+    assert states_value("shall notify the Commission without delay and in any event within two weeks", asked)
+    assert states_value("shall report it without undue delay", asked)
+    # "when" that asks under what conditions, not when, asks for no value
+    assert asked_value("when is an AI system high-risk?") is None
 
 
 def test_is_there_a_value_asks_for_one():

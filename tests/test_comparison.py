@@ -25,6 +25,21 @@ def test_the_two_sides_of_a_comparison():
     assert c.between_names()
     c = compared("difference between the notice for candidates and the notice for employees?")
     assert (c.first, c.second) == ("the notice for candidates", "the notice for employees")
+    # "X different from Y", "the same for X and for Y", and a scene said before the sides ("do the
+    # ways ... differ for X vs Y"): the scene is searched with each side, not counted as one's words
+    c = compared("How's notifying outside applicants different from notifying employees up for promotion? Same options?")
+    assert (c.first, c.second) == ("How's notifying outside applicants", "notifying employees up for promotion")
+    assert c.rest == "Same options?"
+    c = compared("are the ways to give the notice the same for outside job candidates and for current employees up for it?")
+    assert (c.first, c.second) == ("outside job candidates", "current employees up for it")
+    assert c.scene == "are the ways to give the notice"
+    c = compared("Is the conformity assessment route different for a remote biometric ID system vs a CV-screening tool?")
+    assert (c.first, c.second) == ("a remote biometric ID system", "a CV-screening tool")
+    assert c.side_queries() == (
+        "a remote biometric ID system Is the conformity assessment route different for",
+        "a CV-screening tool Is the conformity assessment route different for",
+    )
+    assert compared("Is the fine the same for everyone?") is None
     assert compared("What is the penalty for a first violation?") is None
     assert compared("What's the difference?") is None
     # a long message is read once, not tried at every word

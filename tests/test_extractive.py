@@ -701,7 +701,7 @@ def test_a_value_is_bound_to_a_subject_named_in_the_laws_words_the_glossary_give
 
 
 def test_a_comparison_is_answered_about_both_sides():
-    from core.extractive import _speaks_of
+    from core.extractive import _Side, _speaks_of
 
     importer = make_chunk(
         "Toy Code § 1-109(1)",
@@ -717,8 +717,9 @@ def test_a_comparison_is_answered_about_both_sides():
     answer = lead_only.generate("importer vs distributor, what's the difference?", contexts)
     assert "‘distributor’ means" in answer.text and "‘importer’ means" in answer.text
     # a definition speaks only of what it defines, though it names the other side
-    assert not _speaks_of(distributor.text, frozenset({"importer", "distributor", "seller"}), {"importer": 1.0})
-    assert _speaks_of("Importers shall keep records.", frozenset({"importer", "keep", "record"}), {"importer": 1.0})
+    importer_side = _Side({"importer": 1.0}, {})
+    assert not _speaks_of(distributor.text, frozenset({"importer", "distributor", "seller"}), importer_side)
+    assert _speaks_of("Importers shall keep records.", frozenset({"importer", "keep", "record"}), importer_side)
     # not a comparison: the lead alone
     assert "‘importer’ means" not in lead_only.generate("What is a distributor?", contexts).text
 
@@ -915,6 +916,58 @@ def test_sides_sharing_a_word_are_told_apart_by_the_words_they_do_not_share():
     lead_only = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(follow_share=0.999))
     answer = lead_only.generate("selection rate vs scoring rate — what's the difference?", contexts)
     assert "“Selection rate” means" in answer.text and "“Scoring rate” means" in answer.text
+
+
+def test_a_side_named_in_a_users_words_is_answered_by_the_parallel_clause_in_the_laws_words():
+    """"How's notifying outside applicants different from notifying employees up for promotion?": the
+    law's notice rule says "candidate for employment" (its "applicants" are those of an audit's
+    sample), and answers both sides in parallel clauses of one section, each a lead-in with its list.
+    Each side's clause is quoted whole, not an audit sentence that happens to say "applicants"."""
+    from core.glossary import Glossary
+
+    candidates = make_chunk(
+        "Toy Code § 1-304(b)",
+        "(b) A seller may notify a candidate for employment by doing any of the following:\n"
+        "(1) Post it on the careers page of its website;\n(2) Mail the notice to outside candidates for employment.",
+        heading="Notice.",
+    )
+    employees = make_chunk(
+        "Toy Code § 1-304(c)",
+        "(c) A seller may notify an employee up for promotion by doing any of the following:\n"
+        "(1) Put it in a written policy;\n(2) Put it in a job posting.",
+        heading="Notice.",
+    )
+    audit = make_chunk("Toy Code § 1-301", "An audit must count the outside applicants selected by the widget tool.")
+    stats = TermStats.from_texts([candidates.text, employees.text, audit.text, "Sellers sell widgets to buyers."])
+    contexts = [ScoredChunk(employees, 2.0), ScoredChunk(audit, 1.0), ScoredChunk(candidates, 0.5)]
+    glossary = Glossary.of({"candidates for employment": ["applicants"]})
+    generator = ExtractiveGenerator(
+        lambda c: stats, ExtractiveConfig(follow_share=0.999), glossary=lambda c: glossary
+    )
+    question = "How's notifying outside applicants different from notifying employees up for promotion?"
+    answer = generator.generate(question, contexts)
+    assert "written policy" in answer.text and "careers page of its website" in answer.text
+    assert "outside applicants selected" not in answer.text
+    # without the law's words for "applicants" the audit sentence is the side's only match
+    plain = ExtractiveGenerator(lambda c: stats, ExtractiveConfig(follow_share=0.999))
+    assert "careers page" not in plain.generate(question, contexts).text
+
+
+def test_a_sides_list_item_is_quoted_as_its_list():
+    """The notice rule for candidates is the lead-in with its items, not the one item that best names
+    them ("(2) Mail the notice to candidates"): the lead-in speaking of the side comes instead."""
+    from core.extractive import ExtractiveGenerator, _Candidates, _Sentence
+
+    lead_in = ExtractiveGenerator._list_lead_in
+
+    text = "(b) A seller may notify a candidate by doing any of the following:\n(1) Post it online;\n(2) Mail it to a candidate."
+    chunk = make_chunk("Toy Code § 1-304(b)", text)
+    spans = [(0, text.index("\n")), (text.index("(1)"), text.index("\n(2)")), (text.index("(2)"), len(text))]
+    sentences = [_Sentence(0, a, b, text[a:b], frozenset()) for a, b in spans]
+    found = _Candidates([chunk], sentences, np.zeros((3, 1), dtype=np.float32), {})
+    assert lead_in(found, 2, speaking=[2, 0]) == 0
+    assert lead_in(found, 2, speaking=[2]) == 2  # the lead-in does not speak of the side
+    assert lead_in(found, 0, speaking=[0, 2]) == 0  # no item
 
 
 def test_each_thing_a_message_asks_is_answered():
