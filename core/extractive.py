@@ -385,7 +385,8 @@ class ExtractiveGenerator:
         when it asks one thing, or when fewer than two of its parts name anything the law uses."""
         parts = []
         for part in question_parts(asking):
-            terms = self._used_terms(part, set(content_terms(part)) - framing_terms(part), glossary, stats, collection)
+            expansions = self._expansions(part, glossary, collection)
+            terms = _used_terms(set(content_terms(part)) - framing_terms(part), expansions, stats)
             if terms:
                 parts.append(terms)
         return parts if len(parts) > 1 else []
@@ -398,7 +399,7 @@ class ExtractiveGenerator:
         sides, law_words = [], []
         for side in (comparison.first, comparison.second):
             expansions = self._expansions(side, glossary, collection)
-            sides.append(self._used_terms(side, content_terms(side), glossary, stats, collection))
+            sides.append(_used_terms(content_terms(side), expansions, stats))
             law_words.append(_law_words_for(sides[-1], expansions, stats))
         if not all(sides):
             return []
@@ -407,14 +408,6 @@ class ExtractiveGenerator:
         shared = set(sides[0]) & set(sides[1])
         distinct = [{t: w for t, w in side.items() if t not in shared} for side in sides]
         return [_Side(terms, law) for terms, law in zip(distinct if all(distinct) else sides, law_words)]
-
-    def _used_terms(
-        self, text: str, terms: Iterable[str], glossary: Glossary, stats: TermStats, collection: str
-    ) -> dict[str, float]:
-        """`terms` of `text` by idf, a user's phrase the law never uses in the law's words for it,
-        only those the collection uses."""
-        weighted = _in_the_laws_words({t: stats.idf(t) for t in terms}, self._expansions(text, glossary, collection), stats)
-        return {t: w for t, w in weighted.items() if stats.doc_freq.get(t, 0)}
 
     def _expansions(self, text: str, glossary: Glossary, collection: str) -> tuple[tuple[str, str], ...]:
         """(as typed, the law's words) for the glossary's phrasings and the abbreviations in `text`."""
@@ -1003,6 +996,15 @@ class _Side:
         return _coverage(held, self.terms)
 
 
+def _used_terms(
+    terms: Iterable[str], expansions: Sequence[tuple[str, str]], stats: TermStats
+) -> dict[str, float]:
+    """`terms` by idf, a user's phrase the law never uses in the law's words for it (`expansions`,
+    those of the text the terms are from), only those the collection uses."""
+    weighted = _in_the_laws_words({t: stats.idf(t) for t in terms}, expansions, stats)
+    return {t: w for t, w in weighted.items() if stats.doc_freq.get(t, 0)}
+
+
 def _law_words_for(
     terms: dict[str, float], expansions: Sequence[tuple[str, str]], stats: TermStats
 ) -> dict[str, tuple[frozenset[str], ...]]:
@@ -1019,8 +1021,9 @@ def _law_words_for(
 
 
 def _provision(chunk: Chunk) -> tuple[str, str]:
-    """The provision a chunk is part of: its document and heading (§ 5-304's (b) and (c) share one)."""
-    return chunk.doc_id, chunk.heading
+    """The provision a chunk is part of: its document and heading (§ 5-304's (b) and (c) share one);
+    a chunk without a heading is a provision of its own."""
+    return chunk.doc_id, chunk.heading.strip() or chunk.label
 
 
 def _speaks_of(text: str, terms: frozenset[str], side: _Side) -> bool:

@@ -531,12 +531,12 @@ FOLLOW_UP_ANSWER_WEIGHT = 1.5
 # A short follow-up's own best provision (`_with_follow_up_best`) is ranked leaning this much toward
 # the thread, and left where it is when already among the first FOLLOW_UP_BEST_KEPT.
 FOLLOW_UP_THREAD_WEIGHT = 0.5
+FOLLOW_UP_BEST_KEPT = 4
 # What a follow-up's ranking adds to the score of each chunk of a unit the thread's last answer
 # cited (core/thread_units.py): a nudge, since a follow-up may ask on about another unit ("do we
-# then have to do a fundamental rights impact assessment?" after Annex III). Twice this lost such a
-# follow-up's answer on our sets (docs/RESULTS.md, seventeenth update).
+# then have to do a fundamental rights impact assessment?" after Annex III); a weight of 1.0 lost
+# such a follow-up's answer on our sets (docs/RESULTS.md, seventeenth update).
 THREAD_UNIT_WEIGHT = 0.5
-FOLLOW_UP_BEST_KEPT = 4
 
 
 def _after_best(ranked: list[ScoredChunk], moved: list[ScoredChunk]) -> list[ScoredChunk]:

@@ -2,7 +2,7 @@
 
 A follow-up usually asks on about what that answer cited: "ok, and at what point in the conversation
 does that have to be shown?" after an answer under Art. 50(1) is answered by Art. 50(5); "how long
-do we get?" after one that names Art. 111(3) by Art. 111(3) itself. Searched by its words, together
+do we get?" after one that names Art. 111(3) asks about Art. 111(3) itself. Searched by its words, together
 with the question before it, the follow-up often reaches other articles that share those words
 ("human", "shown"), so the ranking leans toward the chunks of the cited units (core/pipeline.py).
 
