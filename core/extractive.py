@@ -865,11 +865,12 @@ def unknown_names(question: str, stats: TermStats, known: frozenset[str] = froze
 # require", and "their laws" for the places a statement before the question names ("We also hire in
 # Colorado and Illinois. Do their AI hiring laws require the same audit?").
 _LAW_WORD = r"(?:acts?|laws?|legislation|regulations?|rules|statutes?|bills?|ordinances?)"
-_PLACE_LAW = re.compile(rf"^(?:['’]s)?\s+(?:(?:[\w-]+\s+){{0,2}}?{_LAW_WORD}|requires?)\b", re.IGNORECASE)
+_PLACE_LAW = re.compile(rf"^(?:['’]s?)?\s+(?:(?:[\w-]+\s+){{0,3}}?{_LAW_WORD}|requires?)\b", re.IGNORECASE)
 _THEIR_LAWS = re.compile(r"\b(?:their|those|these)\s+(?:[\w-]+\s+){0,3}?(?:laws|legislation|statutes|acts)\b", re.IGNORECASE)
 # Short names of countries users type in capitals, and never mean as an ordinary word.
 _COUNTRY_ABBREVIATIONS = re.compile(r"(?<![\w.])(?:U\.?K\.?|U\.?S\.?A?\.?)(?![\w.])")
-_CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,})?(?![\w'’])")
+# ... also in the possessive ("Illinois' AI video interview law", "Colorado's act")
+_CAPITALISED = re.compile(r"(?<![\w'’])[A-Z][a-z]{2,}(?:\s+[A-Z][a-z]{2,})?(?=['’]s?(?!\w)|(?![\w'’]))")
 
 
 def _says_nothing(term: str, stats: TermStats) -> bool:

@@ -318,6 +318,9 @@ def test_a_question_about_another_places_law_is_not_answered_about():
     ]
     assert other_laws("We also sell in the UK. What does the UK require for widget notices?", stats) == ["UK"]
     assert other_laws("does california law require this too?", stats) == ["California"]
+    # in the possessive, and with a few words naming the law
+    assert other_laws("We also hire in Chicago. Does Illinois' AI video interview law require an audit?", stats) == ["Illinois"]
+    assert other_laws("Is Colorado's AI Act stricter?", stats) == ["Colorado"]
     assert other_laws("We sell in Colorado. Must sellers notify buyers?", stats) == []  # a place alone
     assert other_laws("We follow Illinois rules already. Must sellers notify buyers?", stats) == []  # the scene
     assert other_laws("Our US supplier says its widgets meet the requirements; must we notify buyers?", stats) == []
