@@ -17,7 +17,10 @@ from core.text import content_terms
 _BOUNDARIES = "?.!;:,()[]—–"
 # The words between the sides, found first so that the sides are cut out by position (a side
 # pattern tried at every start is quadratic in the message's length).
-_BETWEEN = re.compile(r"\s(?:vs\.?|versus|compared\s+(?:with|to)|(?:any\s+)?differ(?:ent|s)?\s+from)\s", re.I)
+_BETWEEN = re.compile(
+    r"\s(?:vs\.?|versus|compared\s+(?:with|to)|(?:any\s+)?differ(?:ent|s)?\s+from|(?:in\s+)?the\s+same\s+way(?:\s+as|(?=\s+(?:we|they|you|i)\s)))\s",
+    re.I,
+)
 _DIFFERENCE = re.compile(r"\bdifferences?\s+between\s", re.I)
 _COMPARE = re.compile(r"\s+compare[sd]?\s+(?:with|to|against)\s", re.I)
 # "is the notice the same for outside candidates and for employees up for promotion?"

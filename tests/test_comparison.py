@@ -39,6 +39,10 @@ def test_the_two_sides_of_a_comparison():
         "a remote biometric ID system Is the conformity assessment route different for",
         "a CV-screening tool Is the conformity assessment route different for",
     )
+    c = compared("Do we notify current employees up for promotion the same way we notify outside applicants?")
+    assert (c.first, c.second) == ("Do we notify current employees up for promotion", "we notify outside applicants")
+    assert compared("Can we notify staff the same way as candidates?").second == "candidates"
+    assert compared("Is the fine calculated the same way for SMEs?") is None  # one side only
     assert compared("Is the fine the same for everyone?") is None
     assert compared("What is the penalty for a first violation?") is None
     assert compared("What's the difference?") is None
