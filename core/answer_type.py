@@ -91,12 +91,13 @@ _IS_THERE = (
 )
 _WHAT_IS_THE = r"\bwhat(?:\s+(?:is|was|are|were)|['’]s|s)\s+the\s+(?:(?:general|overall|public|typical|usual)\s+)?"
 _Kinds = tuple[tuple[str, ...], ...]
+_HOW_QUICKLY = "quickly|fast|promptly"  # "how quickly …?": a period or a moment
 _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool]] = [
     # (pattern, kind groups[, required]); the first match wins.
     (re.compile(r"\bhow (?:long|soon)\b", re.I), (("duration",),)),
     # "How quickly do we have to tell the Commission?": a period ("within two weeks") or a moment
     # ("without undue delay") leads; the law may say neither.
-    (re.compile(r"\bhow (?:quickly|fast|promptly)\b", re.I), (("duration", "moment"),), False),
+    (re.compile(rf"\bhow (?:{_HOW_QUICKLY})\b", re.I), (("duration", "moment"),), False),
     (re.compile(r"\bhow often\b", re.I), (("duration",),)),
     # "how much heads-up / notice / time do candidates get?" asks for a period, not money.
     (
@@ -228,7 +229,7 @@ _HOW_MANY = re.compile(r"\bhow many (\w+(?: \w+){0,2})", re.I)
 
 # "how many years does the vendor ...": the auxiliary after the wh-phrase, then the subject.
 _SUBJECT = re.compile(
-    r"\bhow (?:many|much|long|soon|quickly|fast|promptly|often|old)\b(?:\s+[\w-]+){0,4}?\s+"
+    rf"\bhow (?:many|much|long|soon|{_HOW_QUICKLY}|often|old)\b(?:\s+[\w-]+){{0,4}}?\s+"
     r"(?:do|does|did|is|are|was|were|must|should|shall|can|could|will|would|has|have|had|may)\s+"
     r"(?:(?:the|a|an|its|their|each|every|this|that)\s+)?([A-Za-z][\w-]*)",
     re.I,

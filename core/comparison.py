@@ -102,25 +102,29 @@ def _candidates(question: str) -> Iterator[tuple[str, str, str, str | None]]:
     """(first side, second side, the text holding both, the scene set before the sides, None when
     a scene may follow them) of each way `question` may compare."""
     for m in _DIFFERENCE.finditer(question):
-        pair = question[m.end() : _next_boundary(question, m.end())]
-        first, sep, second = pair.partition(" and ")
-        if sep:
-            yield first, second, question[m.start() : m.end() + len(pair)], None
+        if (pair := _and_pair(question, m)) is not None:
+            yield *pair, None
     for m in _COMPARE.finditer(question):
         hows = list(_HOW.finditer(question, _last_boundary(question, m.start()), m.start()))
         if hows:
             how, end = hows[-1], _next_boundary(question, m.end())
             yield question[how.end() : m.start()], question[m.end() : end], question[how.start() : end], None
     for m in _SAME_FOR.finditer(question):
-        pair = question[m.end() : _next_boundary(question, m.end())]
-        first, sep, second = pair.partition(" and ")
-        if sep:
+        if (pair := _and_pair(question, m)) is not None:
+            first, second, whole = pair
             second = re.sub(r"^(?:for|to)\s+", "", second.strip(), flags=re.I)
-            scene = question[_last_boundary(question, m.start()) : m.start()]
-            yield first, second, question[m.start() : m.end() + len(pair)], scene
+            yield first, second, whole, question[_last_boundary(question, m.start()) : m.start()]
     for m in _BETWEEN.finditer(question):
         start, end = _last_boundary(question, m.start()), _next_boundary(question, m.end())
         yield question[start : m.start()], question[m.end() : end], question[start:end], None
+
+
+def _and_pair(question: str, m: re.Match[str]) -> tuple[str, str, str] | None:
+    """The two sides joined by "and" in the clause after `m` ("the difference between *X and Y*",
+    "the same for *X and for Y*"), with the text from `m` holding both; None without an "and"."""
+    pair = question[m.end() : _next_boundary(question, m.end())]
+    first, sep, second = pair.partition(" and ")
+    return (first, second, question[m.start() : m.end() + len(pair)]) if sep else None
 
 
 def _last_boundary(text: str, at: int) -> int:

@@ -685,7 +685,7 @@ class ExtractiveGenerator:
         before = [
             i for i in speaking
             if found.sentences[i].rank == s.rank and found.sentences[i].end <= s.start
-            and found.sentences[i].text(chunks).rstrip().endswith(":")
+            and _opens_list(found.sentences[i].text(chunks))
         ]
         return max(before, key=lambda i: found.sentences[i].start, default=item)
 
@@ -710,7 +710,7 @@ class ExtractiveGenerator:
         less than 10 business days before such use;"); two sentences in a row that are no item, or a
         table, end the list."""
         text = chunks[s.rank].text
-        if not text[s.start : s.end].rstrip().endswith(":"):
+        if not _opens_list(text[s.start : s.end]):
             return s
         end = s.end
         budget = self.config.list_words
@@ -1229,6 +1229,11 @@ def _unclipped(weights: dict[str, float], stats: TermStats) -> dict[str, float]:
                 weight = stats.idf(term)
         out[term] = max(weight, out.get(term, 0.0))
     return out
+
+
+def _opens_list(sentence: str) -> bool:
+    """Whether a sentence is a lead-in the answer quotes with its list items (`_with_list`)."""
+    return sentence.rstrip().endswith(":")
 
 
 def _list_items_terms(sentences: list[_Sentence], chunks: list[Chunk]) -> list[frozenset[str]]:
