@@ -53,17 +53,39 @@ class Silence:
 PHRASE_USED_BY_THE_TEXT = 3
 
 
+# Words a user puts between the words of a phrasing without changing what it names ("train people"
+# -> "training the people", "tell staff" -> "tell our staff").
+_DETERMINERS = r"(?:the|our|a|an|their|its|my|your|his|her|this|that|these|those)"
+_BETWEEN_WORDS = r"(?:[\s-]?|\s+" + _DETERMINERS + r"\s+)"
+
+
 @lru_cache(maxsize=4096)
 def _phrase_pattern(phrasings: tuple[str, ...]) -> re.Pattern[str]:
     """Whole words, any case; the words of a phrasing apart by a space or a hyphen or written
-    together ("chat bot" finds "chat-bot" and "chatbot"), the last one also with a plural ending."""
+    together ("chat bot" finds "chat-bot" and "chatbot") or with a determiner between them ("train
+    people" finds "train the people"); each word also with an ending of its verb or plural forms
+    ("train" finds "training", "trains", "trained")."""
     alternatives = []
     for phrasing in sorted(phrasings, key=len, reverse=True):
-        words = [re.escape(w) for w in re.split(r"[\s-]+", phrasing.strip()) if w]
+        words = [_inflected(w) for w in re.split(r"[\s-]+", phrasing.strip()) if w]
         if not words:
             continue
-        alternatives.append(r"[\s-]?".join(words) + (r"(?:e?s)?" if words[-1][-1:].isalpha() else ""))
+        alternatives.append(_BETWEEN_WORDS.join(words))
     return re.compile(r"(?<![\w-])(?:" + "|".join(alternatives) + r")(?![\w-])", re.IGNORECASE)
+
+
+def _inflected(word: str) -> str:
+    """`word` as a pattern that also finds its usual -s / -es / -ed / -ing forms; an abbreviation or a
+    two-letter word ("EU", "AI", "on") only with a plural ending, one that is not all letters ("didn't",
+    "if/else") only as written."""
+    escaped = re.escape(word)
+    if not word.isalpha():
+        return escaped
+    if len(word) < 3 or word.isupper():
+        return escaped + r"(?:e?s)?"
+    if word.endswith("e"):
+        return re.escape(word[:-1]) + r"(?:e|es|ed|ing)"
+    return escaped + r"(?:s|es|ed|ing)?"
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,32 @@ def test_a_phrasing_is_found_in_any_case_hyphenated_or_written_together_and_in_t
     assert [law for _, law in expansions] == [CHATBOT]
 
 
+@pytest.mark.parametrize(
+    ("phrasing", "question"),
+    [
+        ("train people", "Does the Act say anything about training the people who use it?"),
+        ("tell staff", "Do we have to tell our staff first?"),
+        ("use it internally", "We are using it internally only."),
+        ("opt out", "Some candidates opted out."),
+        ("didn't build", "We didn't build or change anything."),
+    ],
+)
+def test_a_phrasing_is_found_in_its_verb_forms_and_with_a_determiner_between_its_words(phrasing, question):
+    assert Glossary.of({"the law's words": [phrasing]}).expand(question)[1]
+
+
+@pytest.mark.parametrize(
+    ("phrasing", "question"),
+    [
+        ("fire", "Is a firewall an AEDT?"),  # a longer word
+        ("EU rep", "Do we need an EU repository?"),  # an abbreviation takes a plural ending only
+        ("train people", "Do we train new people?"),  # another word between
+    ],
+)
+def test_inflected_phrasings_still_match_only_whole_words(phrasing, question):
+    assert not Glossary.of({"the law's words": [phrasing]}).expand(question)[1]
+
+
 def test_the_laws_words_follow_the_phrase_as_typed_and_the_rest_is_kept(glossary):
     text, expansions = glossary.expand("Need a kill switch and a careers page notice?")
     assert text == (
