@@ -767,6 +767,8 @@ _CALENDAR = frozenset(
     "wednesday thursday friday saturday sunday".split()
 )
 _SENTENCE = re.compile(r"[^.?!]+[.?!]*")
+# "<kind> like|such as|e.g. <name>": the word naming the kind the name is an example of.
+_EXAMPLE_BEFORE = re.compile(r"\b(\w+)\s+(?:like|such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?)\s+$", re.IGNORECASE)
 _PLAIN = re.compile(r"\b(?:plain|simple)\s+$", re.IGNORECASE)
 _LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z]{3,}(?![\w'’-])")
 # Where someone lives or a company sits ("an applicant who lives in Jersey City", "we're based in
@@ -850,7 +852,7 @@ def unknown_names(question: str, stats: TermStats, known: frozenset[str] = froze
                 continue  # "in plain English": how to say it, not a language the law is about
             if _WHERE_SOMEONE_IS.search(text, 0, m.start()):
                 continue
-            if _never_used(terms, stats) and not _known_alternative(text, m, stats):
+            if _never_used(terms, stats) and not _known_alternative(text, m, stats) and not _example_of_known_kind(text, m, stats):
                 names.append(word)
         for m in _LOWER_WORD.finditer(text):  # "in spanish", "we also hire in illinois"
             word = m.group(0)
@@ -942,6 +944,16 @@ def _known_alternative(text: str, name: re.Match, stats: TermStats) -> bool:
     if after is not None:
         others.append(_next_to_or(after.group(1).split()))
     return any(stats.doc_freq.get(t, 0) > 0 for words in others for t in content_terms(" ".join(words)))
+
+
+def _example_of_known_kind(text: str, name: re.Match, stats: TermStats) -> bool:
+    """The name is an example of a kind of thing the collection speaks of ("an EU agency like
+    Frontex", "a chatbot such as WidgetBot"): the question is about that kind, which the regulations
+    can answer. A place is never such an example ("a state like Illinois" asks about its law)."""
+    kind = _EXAMPLE_BEFORE.search(text[: name.start()])
+    if kind is None or name.group(0).lower() in place_and_language_names():
+        return False
+    return any(stats.doc_freq.get(t, 0) > 0 for t in content_terms(kind.group(1)))
 
 
 def _next_to_or(words: list[str]) -> list[str]:

@@ -174,7 +174,7 @@ class Lexicon:
                 fixed = (
                     _chat_word(token, question[max(0, m.start() - 1) : m.start()], question[m.end() : m.end() + 2])
                     or self._split(token, english)
-                    or self._correct(token, english)
+                    or (None if _names_something(token, question[: m.start()]) else self._correct(token, english))
                 )
                 if fixed is not None:
                     corrections.append((token, fixed))
@@ -284,6 +284,12 @@ class Lexicon:
                         speller.create_dictionary_entry(word, count)
                 self._speller = speller
             return self._speller
+
+
+def _names_something(token: str, before: str) -> bool:
+    """A capitalised word inside a sentence is a name ("Frontex", "Europol") the collection need not
+    contain, not a misspelling of one of its words; at a sentence's start the capital says nothing."""
+    return token[:1].isupper() and before.strip() != "" and not before.rstrip().endswith((".", "?", "!", ":", "\n"))
 
 
 # How people shorten words in chat ("wat r the penalties", "do u need ppl's consent"): too

@@ -288,6 +288,9 @@ def test_a_name_the_regulations_never_use_is_not_answered_about():
     # "in plain English" says how to answer, not which language the law is about
     assert unknown_names("What must sellers tell buyers, in plain English?", stats) == []
     assert unknown_names("what must sellers tell buyers in simple english?", stats) == []
+    # a name given as an example of a kind the regulations speak of asks about that kind; a place never does
+    assert unknown_names("Must a seller like Acme notify buyers?", stats) == []
+    assert unknown_names("Must a seller in a state like Illinois notify buyers?", stats) == ["Illinois"]
     assert unknown_names("Must sellers notify buyers in English?", stats) == ["English"]
     # One side of an either/or the collection knows: the question asks which, and the law can say.
     assert unknown_names("Who notifies buyers, the sellers or Brussels?", stats) == []

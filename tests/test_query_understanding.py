@@ -35,6 +35,9 @@ def test_known_words_abbreviations_and_short_words_are_left_alone(lexicon):
     assert read.corrections == ()  # "SMEs" is no misspelling, "hve" too short to guess
     assert lexicon.normalise("Our tool is pure SaaS, built on OpenAI").corrections == ()  # written so on purpose
     assert lexicon.normalise("What must the employer publish?").changed is False
+    # a capitalised word inside a sentence is a name, not a misspelling; at the start it may be one
+    assert lexicon.normalise("Does an EU agency like Auditer need one?").corrections == ()
+    assert ("Auditer", "Auditor") in lexicon.normalise("Auditer must be independent?").corrections
 
 
 def test_abbreviations_are_expanded_from_the_text(lexicon):
