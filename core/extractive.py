@@ -89,6 +89,10 @@ class ExtractiveConfig:
     # apart. Set from the study halves of the user-style sets and checked on the measured halves
     # (docs/RESULTS.md).
     min_value_similarity: float = 0.48
+    # A sentence this close in meaning states the asked value about what was asked even when the
+    # user's words are none of its own ("police ... the judge's ok" for "a judicial authority ...
+    # urgency"): the meaning test alone binds it.
+    value_by_meaning: float = 0.55
 
 
 # What a sentence is scored on (model "sentences" of core/ranking_weights.json, learned by
@@ -577,7 +581,11 @@ class ExtractiveGenerator:
                 # A clause keeping all of what was asked about is about it, however much scene the
                 # question sets ("HR here. The vendor's tool writes logs into our tenant. How long do
                 # we keep those logs?")
-                bound = (names_kept and binding >= self.config.min_value_binding) or (bool(kept) and kept <= terms | context)
+                bound = (
+                    (names_kept and binding >= self.config.min_value_binding)
+                    or (bool(kept) and kept <= terms | context)
+                    or (names_kept and cosines is not None and float(cosines[i]) >= self.config.value_by_meaning)
+                )
                 if close and bound and states_value(clause, asked):
                     stating[s] = max(stating.get(s, 0.0), binding)
                 previous = terms

@@ -299,7 +299,8 @@ _CHAT_WORDS = {
     "abt": "about", "bc": "because", "cuz": "because", "coz": "because", "thru": "through", "tho": "though",
     "ppl": "people", "yr": "year", "yrs": "years", "govt": "government", "dept": "department", "pls": "please",
     "plz": "please", "calc": "calculation", "calcs": "calculations", "comms": "communications", "dev": "developer",
-    "devs": "developers", "shud": "should", "math": "mathematics",
+    "devs": "developers", "shud": "should", "math": "mathematics", "recog": "recognition", "info": "information",
+    "reqs": "requirements", "regs": "regulations",
 }
 # Contractions typed without the apostrophe: the nearest word would be another ("dont" -> "done",
 # "arent" -> "agent", "theyre" -> "there"). "wont", "were", "its", "lets" and "well" are words.

@@ -60,6 +60,8 @@ def test_a_phrase_seen_once_is_no_abbreviation(lexicon):
 def test_chat_shortenings_are_read_as_words(lexicon):
     read = lexicon.normalise("wat r the penalties? do u need ppl's consent?")
     assert read.text == read.corrected == "what are the penalties? do you need people's consent?"
+    # a shortening is not the nearest word by spelling ("recog" is not "recon")
+    assert lexicon.normalise("is live facial recog allowed?").corrections == (("recog", "recognition"),)
     # a letter that numbers a point, and an upper-case letter, stay as written
     assert lexicon.normalise("What does point (r) of Article 5 say? R U sure?").corrections == ()
     assert lexicon.normalise("What about the u.s. and r&d?").corrections == ()  # inside abbreviations
