@@ -26,6 +26,7 @@ _LIST = re.compile(
     r"|\bwhat\s+(?:information|details|data|documents|documentation|elements|steps|things|items|measures|calculations)\b",
     re.IGNORECASE,
 )
+_KINDS = re.compile(r"\b(?:what|which)\s+(?:kinds?|types?|sorts?|categories)\s+of\b", re.IGNORECASE)
 _DEFINITION = re.compile(
     r"\b(?:define|definition of|meaning of|what is meant by|what does\s.{1,60}\bmean\b|what counts as|"
     r"what qualifies as)\b|^\W*what(?:'s| is| are)\s+(?:an?\s+|the\s+)?[^?,;\s]+(?:\s+[^?,;\s]+){0,3}\s*\??\s*$",
@@ -42,6 +43,11 @@ def asks_actor(question: str) -> bool:
 
 def asks_list(question: str) -> bool:
     return _LIST.search(question) is not None
+
+
+def asks_kinds(question: str) -> bool:
+    """"For what kinds of crimes …?", "which types of data …?": the answer is a list of them."""
+    return _KINDS.search(question) is not None
 
 
 def asks_definition(question: str) -> bool:

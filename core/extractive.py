@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
+from core.annex_content import annexes_handed_to, asks_for_content
 from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.asks import asks_definition, asks_list, defined_names, defined_terms, defines, leads_a_list
 from core.comparison import compared
@@ -53,6 +54,7 @@ from core.text import (
     sentence_spans,
     trim_markup,
 )
+from core.thread_units import unit_of_label
 from core.types import Answer, Chunk, Citation, ScoredChunk, Turn
 
 REFUSAL_TEXT = "The loaded regulations don't address this question."
@@ -251,8 +253,10 @@ class ExtractiveGenerator:
         if found.refusal is not None:
             return self._refusal(contexts, found.refusal)
         scores = self.model.score(found.features)
-        chosen = self._choose(found, scores)
-        return self._render(_without_overlaps([self._with_list(s, found.chunks) for s in chosen]), found.chunks)
+        chosen = [self._with_list(s, found.chunks) for s in self._choose(found, scores)]
+        if asks_for_content(asking_part(question, history) or question):
+            chosen = self._with_annexes(chosen, found)
+        return self._render(_without_overlaps(chosen), found.chunks)
 
     def candidates(
         self,
@@ -735,6 +739,32 @@ class ExtractiveGenerator:
             end = s.end + b
         return _Sentence(s.rank, s.start, end, s.unit, frozenset(content_terms(text[s.start : end])))
 
+    def _with_annexes(self, chosen: list[_Sentence], found: "_Candidates") -> list[_Sentence]:
+        """`chosen` with, after a sentence that hands content to an annex ("shall contain the
+        information set out in Annex V"), the sentences of that annex the contexts hold, in their
+        order, as far as `list_words` allow: for a question asking what something holds, what the
+        sentence points to is what was asked."""
+        units = [unit_of_label(chunk.label) for chunk in found.chunks]
+        out: list[_Sentence] = []
+        quoted: set[str] = set()
+        for s in chosen:
+            if s in out:  # already quoted after the sentence that hands its annex over
+                continue
+            out.append(s)
+            for annex in annexes_handed_to(s.text(found.chunks)):
+                if annex in quoted:
+                    continue
+                quoted.add(annex)
+                budget = self.config.list_words
+                for other in found.sentences:
+                    if units[other.rank] != annex or other in out:
+                        continue
+                    budget -= len(other.text(found.chunks).split())
+                    if budget < 0:
+                        break
+                    out.append(other)
+        return out
+
     # -- output --------------------------------------------------------------------------------
 
     def _render(self, chosen: list[_Sentence], chunks: list[Chunk]) -> Answer:
@@ -860,7 +890,9 @@ def unknown_names(question: str, stats: TermStats, known: frozenset[str] = froze
                 continue  # "in plain English": how to say it, not a language the law is about
             if _WHERE_SOMEONE_IS.search(text, 0, m.start()):
                 continue
-            if _never_used(terms, stats) and not _known_alternative(text, m, stats) and not _example_of_known_kind(text, m, stats):
+            if _never_used(terms, stats) and not (
+                _known_alternative(text, m, stats) or _example_of_known_kind(text, m, stats)
+            ):
                 names.append(word)
         for m in _LOWER_WORD.finditer(text):  # "in spanish", "we also hire in illinois"
             word = m.group(0)

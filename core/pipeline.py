@@ -14,6 +14,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from core.adaptive import FixedPolicy, ParamPolicy
+from core.annex_content import asks_for_content, with_annex_content
 from core.comparison import Comparison, compared
 from core.context_budget import select_contexts
 from core.followup import asking_part, key_terms, new_topic
@@ -302,6 +303,10 @@ class AnswerPipeline:
             if comparison is not None:
                 # a side's best provision may be another copy of one already ranked
                 contexts = drop_near_duplicates(self._with_each_side(comparison, contexts, collection, params))
+            if asks_for_content(asking or plan.question):
+                # "the information set out in Annex V": what the question asks for is in the annex
+                features = self.provisions.features(collection)
+                contexts = with_annex_content(contexts, features.segments.chunks, self._units_of(collection, features))
         else:
             contexts = self._retrieve(queries, vectors, params, collection)
         t = clock.lap("retrieve", t)
