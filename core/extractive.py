@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 
-from core.annex_content import annexes_handed_to, asks_for_content
+from core.annex_content import HandedTo, annexes_handed_to, asks_for_content
 from core.answer_type import AskedValue, asked_value, describe, states_value
 from core.asks import asks_definition, asks_list, defined_names, defined_terms, defines, leads_a_list
 from core.comparison import compared
@@ -746,7 +746,7 @@ class ExtractiveGenerator:
         sentence points to is what was asked."""
         units = [unit_of_label(chunk.label) for chunk in found.chunks]
         out: list[_Sentence] = []
-        quoted: set[str] = set()
+        quoted: set[HandedTo] = set()
         for s in chosen:
             if s in out:  # already quoted after the sentence that hands its annex over
                 continue
@@ -757,7 +757,7 @@ class ExtractiveGenerator:
                 quoted.add(annex)
                 budget = self.config.list_words
                 for other in found.sentences:
-                    if units[other.rank] != annex or other in out:
+                    if not annex.holds(found.chunks[other.rank], units[other.rank]) or other in out:
                         continue
                     budget -= len(other.text(found.chunks).split())
                     if budget < 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.annex_content import ANNEX_WORDS, annexes_handed_to, asks_for_content, with_annex_content
+from core.annex_content import ANNEX_WORDS, HandedTo, annexes_handed_to, asks_for_content, with_annex_content
 from core.extractive import ExtractiveGenerator
 from core.termstats import TermStats
 from core.thread_units import unit_of_label
@@ -27,11 +27,12 @@ UNITS = [unit_of_label(c.label) for c in COLLECTION]
 
 
 def test_a_provision_hands_content_to_an_annex_but_naming_a_listed_category_hands_nothing():
-    assert annexes_handed_to(DECLARATION.text) == ["annex:V"]
+    assert annexes_handed_to(DECLARATION.text) == [HandedTo("annex:V")]
     assert annexes_handed_to("an offence referred to in Annex II and the criteria specified in Annex XIII") == [
-        "annex:II",
-        "annex:XIII",
+        HandedTo("annex:II"),
+        HandedTo("annex:XIII"),
     ]
+    assert annexes_handed_to("the data listed in Section C of Annex VIII") == [HandedTo("annex:VIII", "C")]
     assert annexes_handed_to(CATEGORY.text) == []  # "systems referred to in Annex III" names what it lists
 
 
@@ -44,6 +45,7 @@ def test_a_provision_hands_content_to_an_annex_but_naming_a_listed_category_hand
         ("What information must the declaration contain?", True),
         ("How long do we keep the widget declaration?", False),
         ("Who has to sign the declaration?", False),
+        ("what about models we already put on the market before that date?", False),
     ],
 )
 def test_a_question_asking_what_something_holds(question, asks):
@@ -70,11 +72,24 @@ def test_a_category_reference_or_a_provision_far_down_moves_nothing():
     assert [sc.chunk.label for sc in with_annex_content(far, COLLECTION, UNITS)] == [sc.chunk.label for sc in far]
 
 
+def test_a_section_of_an_annex_follows_without_the_other_sections():
+    sections = [make_chunk(f"Toy Act Annex VIII, Section {x}(1)", f"1. Item of section {x};") for x in "ABC"]
+    register = make_chunk("Toy Act Art. 9(3)", "3. The data listed in Section C of Annex VIII shall be entered.")
+    collection = [register, *sections]
+    ranked = [ScoredChunk(register, 1.0), ScoredChunk(sections[2], 0.1)]
+    order = with_annex_content(ranked, collection, [unit_of_label(c.label) for c in collection])
+    assert [sc.chunk.label for sc in order] == ["Toy Act Art. 9(3)", "Toy Act Annex VIII, Section C(1)"]
+    # an annex (or section) the ranking found nowhere is not what the question is about
+    assert with_annex_content(ranked[:1], collection, [unit_of_label(c.label) for c in collection]) == ranked[:1]
+
+
 def test_a_long_annex_follows_only_as_far_as_its_word_budget():
     long_annex = [make_chunk(f"Toy Act Annex V({n})", "word " * (ANNEX_WORDS // 2)) for n in range(1, 5)]
     collection = [DECLARATION, *long_annex]
-    order = with_annex_content([ScoredChunk(DECLARATION, 1.0)], collection, [unit_of_label(c.label) for c in collection])
-    assert len(order) == 1 + 2
+    ranked = [ScoredChunk(DECLARATION, 1.0), ScoredChunk(long_annex[3], 0.1)]
+    order = with_annex_content(ranked, collection, [unit_of_label(c.label) for c in collection])
+    labels = [sc.chunk.label for sc in order]
+    assert labels == ["Toy Act Art. 7(2)", "Toy Act Annex V(1)", "Toy Act Annex V(2)", "Toy Act Annex V(4)"]
 
 
 def test_the_offline_answer_quotes_the_annex_after_the_sentence_that_hands_it_over():
