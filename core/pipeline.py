@@ -19,6 +19,7 @@ from core.comparison import Comparison, compared
 from core.context_budget import select_contexts
 from core.followup import asking_part, key_terms, new_topic
 from core.fusion import reciprocal_rank_fusion
+from core.glossary_provisions import folded, stating, with_stating
 from core.index import ChunkIndex
 from core.language import LanguageDetector
 from core.lexicon import Lexicon, NormalisedQuestion
@@ -29,7 +30,7 @@ from core.rerank import NoReranker, Reranker
 from core.rewriter import OfflineRewriter, QueryRewriter
 from core.text import word_runs, word_set
 from core.thread_units import last_answer_units, unit_of_label
-from core.types import Answer, PipelineResult, RetrievalParams, ScoredChunk, Turn
+from core.types import Answer, Chunk, PipelineResult, RetrievalParams, ScoredChunk, Turn
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +216,7 @@ class AnswerPipeline:
         self.context_tokens = dict(context_tokens or {})
         # collection -> (the features its chunks' units were read from, each chunk's unit)
         self._chunk_units: dict[str, tuple[FeatureBuilder, list[str | None]]] = {}
+        self._folded_texts: dict[str, tuple[FeatureBuilder, list[str]]] = {}
 
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -303,6 +305,9 @@ class AnswerPipeline:
             if comparison is not None:
                 # a side's best provision may be another copy of one already ranked
                 contexts = drop_near_duplicates(self._with_each_side(comparison, contexts, collection, params))
+            if plan.expansions:
+                # the provisions that state a glossary's words for a user's phrase (core/glossary_provisions.py)
+                contexts = with_stating(contexts, self._stating(collection, [law for _, law in plan.expansions]))
             if asks_for_content(asking or plan.question):
                 # "the information set out in Annex V": what the question asks for is in the annex
                 features = self.provisions.features(collection)
@@ -386,6 +391,16 @@ class AnswerPipeline:
             prior = lean if prior is None else prior + lean
         ranked = self.provisions.ranker.rank(plan, collection, features, query_vector, piece_vectors, pool, prior)
         return drop_near_duplicates(ranked)
+
+    def _stating(self, collection: str, law_words: list[str]) -> list[Chunk]:
+        """The chunks stating any of `law_words` that few chunks state (folded texts read once per collection version)."""
+        assert self.provisions is not None
+        features = self.provisions.features(collection)
+        known = self._folded_texts.get(collection)
+        if known is None or known[0] is not features:
+            known = (features, [folded(c.text) for c in features.segments.chunks])
+            self._folded_texts[collection] = known
+        return stating(law_words, features.segments.chunks, known[1])
 
     def _units_of(self, collection: str, features: FeatureBuilder) -> list[str | None]:
         """The unit of each chunk `features` ranks (core/thread_units.py), read once per collection version."""
