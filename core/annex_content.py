@@ -10,8 +10,8 @@ ANNEX_WORDS allow (the context budget still applies after). Only the first such 
 only an annex the ranking found somewhere among its candidates: a provision that mentions in passing
 "the legislation listed in Section A of Annex I" does not make that list what was asked.
 
-Only for a question asking what something contains or which kinds there are (core/asks.py), and not
-where a provision names the systems or practices an annex lists ("high-risk AI systems referred to
+Only for a question asking what something holds or which kinds there are (`asks_for_content`), and
+not where a provision names the systems or practices an annex lists ("high-risk AI systems referred to
 in Annex III"): that names a category, it hands over no content.
 """
 from __future__ import annotations

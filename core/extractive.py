@@ -93,7 +93,8 @@ class ExtractiveConfig:
     min_value_similarity: float = 0.48
     # A sentence this close in meaning states the asked value about what was asked even when the
     # user's words are none of its own ("police ... the judge's ok" for "a judicial authority ...
-    # urgency"): the meaning test alone binds it.
+    # urgency"): the meaning test alone binds it. Chosen on the study halves and tuning sets
+    # (docs/RESULTS.md, eighteenth update).
     value_by_meaning: float = 0.55
 
 
@@ -588,7 +589,15 @@ class ExtractiveGenerator:
                 bound = (
                     (names_kept and binding >= self.config.min_value_binding)
                     or (bool(kept) and kept <= terms | context)
-                    or (names_kept and cosines is not None and float(cosines[i]) >= self.config.value_by_meaning)
+                    # A clause holding some of the question's words but too few is judged by them
+                    # (the 10-day notice shares "candidates" with "how long do candidates have to
+                    # file a complaint?", not the complaint); one holding none is judged by meaning.
+                    or (
+                        names_kept
+                        and binding == 0.0
+                        and cosines is not None
+                        and float(cosines[i]) >= self.config.value_by_meaning
+                    )
                 )
                 if close and bound and states_value(clause, asked):
                     stating[s] = max(stating.get(s, 0.0), binding)

@@ -289,7 +289,9 @@ class Lexicon:
 def _names_something(token: str, before: str) -> bool:
     """A capitalised word inside a sentence is a name ("Frontex", "Europol") the collection need not
     contain, not a misspelling of one of its words; at a sentence's start the capital says nothing."""
-    return token[:1].isupper() and before.strip() != "" and not before.rstrip().endswith((".", "?", "!", ":", "\n"))
+    line = before.rstrip(" \t")
+    starts = line == "" or line.endswith("\n") or line.rstrip().endswith((".", "?", "!", ":"))
+    return token[:1].isupper() and not starts
 
 
 # How people shorten words in chat ("wat r the penalties", "do u need ppl's consent"): too

@@ -306,7 +306,7 @@ class AnswerPipeline:
                 # a side's best provision may be another copy of one already ranked
                 contexts = drop_near_duplicates(self._with_each_side(comparison, contexts, collection, params))
             if plan.expansions:
-                # the provisions that state a glossary's words for a user's phrase (core/glossary_provisions.py)
+                # the one provision that states the law's words for a user's phrase (core/glossary_provisions.py)
                 contexts = with_stating(contexts, self._stating(collection, [law for _, law in plan.expansions]))
             if asks_for_content(asking or plan.question):
                 # "the information set out in Annex V": what the question asks for is in the annex

@@ -167,7 +167,7 @@ def test_words_the_law_never_uses_that_say_nothing_do_not_thin_a_value_binding_t
     they still count. A word that names what the value is about ("file a complaint") still counts."""
     stats = TermStats.from_texts(sc.chunk.text for sc in scored())
     question = "hey, how much heads-up do buyerz need before the AI selling kicks in? quick one pls thx"
-    close = _VectorsByText("ten business days", 0.5)  # close enough, not so close that meaning alone binds
+    close = _VectorsByText("ten business days", 0.7)
     generator = ExtractiveGenerator(lambda c: stats, sentence_vectors=close)
     answer = generator.generate(question, scored(), query_vector=np.array([1.0, 0.0], dtype=np.float32))
     assert not answer.refused and "ten business days" in answer.text
@@ -184,7 +184,8 @@ def test_words_the_law_never_uses_that_say_nothing_do_not_thin_a_value_binding_t
 def test_a_sentence_very_close_in_meaning_states_the_asked_value_without_sharing_the_questions_words():
     """"how long do they have to ask for the judge's ok?" is answered by "authorisation is requested
     ... within 24 hours": none of the user's words is the law's. A sentence this close in meaning
-    binds the value by meaning alone; one only close enough still needs the words."""
+    binds the value by meaning alone; one only close enough still needs the words, and so does one
+    sharing some of them ("How long do buyers have to file a complaint?" above)."""
     stats = TermStats.from_texts(sc.chunk.text for sc in scored())
     question = "In a rush, how long may the shopkeeper wait before telling the shoppers?"
     very_close = ExtractiveGenerator(lambda c: stats, sentence_vectors=_VectorsByText("ten business days", 0.7))
