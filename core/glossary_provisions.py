@@ -6,8 +6,9 @@ A glossary entry often names words only one or two provisions use: "hand-written
 persons" (Art. 14(5)). The ranking reads those words as a few more query terms among many, and the
 provision that states them can rank far down. When a question uses such a phrase and only one
 provision states its law's words, that provision is moved up to STATING_PLACE if the ranking left it
-lower. Placed first, it took the lead from the provision that answered ("summary of the results of
-the most recent bias audit" is § 20-871(a)'s words, but § 5-303 says where and how to post it).
+lower. Placed right after the best provision, it took the lead from the one that answered
+("summary of the results of the most recent bias audit" is § 20-871(a)'s words, but § 5-303 says
+where and how to post it).
 """
 from __future__ import annotations
 
