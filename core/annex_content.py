@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from core.asks import asks_kinds, asks_list
 from core.thread_units import unit_of_label
-from core.types import Chunk, ScoredChunk
+from core.types import Chunk, ScoredChunk, with_scores_of_places
 
 # How many of the first provisions are read for a hand-over.
 HANDING_PROVISIONS = 3
@@ -106,6 +106,4 @@ def with_annex_content(
                     break
                 order.append(ScoredChunk(chunk, 0.0))
                 placed.add(chunk.id)
-    # a chunk moved up takes the score of the place it takes, so scores still fall with the rank
-    scores = [sc.score for sc in ranked] + [ranked[-1].score if ranked else 0.0] * len(order)
-    return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
+    return with_scores_of_places(order, ranked)

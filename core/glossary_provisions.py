@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 
-from core.types import Chunk, ScoredChunk
+from core.types import Chunk, ScoredChunk, with_scores_of_places
 
 # Law's words more provisions state point to none in particular (two copies of one provision count once).
 RARE_IN_CHUNKS = 1
@@ -52,5 +51,4 @@ def with_stating(ranked: Sequence[ScoredChunk], stated: Sequence[Chunk]) -> list
     moved = [sc for sc in ranked[STATING_PLACE:] if sc.chunk.id in ids]
     moved += [ScoredChunk(chunk, 0.0) for chunk in stated if chunk.id in ids and chunk.id not in {sc.chunk.id for sc in ranked}]
     order = [*ranked[:STATING_PLACE], *moved, *(sc for sc in ranked[STATING_PLACE:] if sc.chunk.id not in ids)]
-    scores = [sc.score for sc in ranked] + [ranked[-1].score] * len(order)
-    return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
+    return with_scores_of_places(order, ranked)

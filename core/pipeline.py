@@ -30,7 +30,7 @@ from core.rerank import NoReranker, Reranker
 from core.rewriter import OfflineRewriter, QueryRewriter
 from core.text import word_runs, word_set
 from core.thread_units import last_answer_units, unit_of_label
-from core.types import Answer, Chunk, PipelineResult, RetrievalParams, ScoredChunk, Turn
+from core.types import Answer, Chunk, PipelineResult, RetrievalParams, ScoredChunk, Turn, with_scores_of_places
 
 log = logging.getLogger(__name__)
 
@@ -214,9 +214,8 @@ class AnswerPipeline:
         self.language = language
         # collection -> token budget of the default config, where a collection needs its own.
         self.context_tokens = dict(context_tokens or {})
-        # collection -> (the features its chunks' units were read from, each chunk's unit)
-        self._chunk_units: dict[str, tuple[FeatureBuilder, list[str | None]]] = {}
-        self._folded_texts: dict[str, tuple[FeatureBuilder, list[str]]] = {}
+        # collection -> what its chunks were read as, once per collection version (`_readings`)
+        self._chunk_readings: dict[str, _ChunkReadings] = {}
 
     def answer(
         self, question: str, history: Sequence[Turn] = (), *, collection: str | None = None
@@ -393,22 +392,23 @@ class AnswerPipeline:
         return drop_near_duplicates(ranked)
 
     def _stating(self, collection: str, law_words: list[str]) -> list[Chunk]:
-        """The chunks stating any of `law_words` that few chunks state (folded texts read once per collection version)."""
+        """The chunks stating any of `law_words` that few chunks state (core/glossary_provisions.py)."""
         assert self.provisions is not None
         features = self.provisions.features(collection)
-        known = self._folded_texts.get(collection)
-        if known is None or known[0] is not features:
-            known = (features, [folded(c.text) for c in features.segments.chunks])
-            self._folded_texts[collection] = known
-        return stating(law_words, features.segments.chunks, known[1])
+        return stating(law_words, features.segments.chunks, self._readings(collection, features).folded)
 
     def _units_of(self, collection: str, features: FeatureBuilder) -> list[str | None]:
-        """The unit of each chunk `features` ranks (core/thread_units.py), read once per collection version."""
-        known = self._chunk_units.get(collection)
-        if known is None or known[0] is not features:
-            known = (features, [unit_of_label(c.label) for c in features.segments.chunks])
-            self._chunk_units[collection] = known
-        return known[1]
+        """The unit of each chunk `features` ranks (core/thread_units.py)."""
+        return self._readings(collection, features).units
+
+    def _readings(self, collection: str, features: FeatureBuilder) -> "_ChunkReadings":
+        """What the chunks `features` ranks were read as, read once per collection version."""
+        known = self._chunk_readings.get(collection)
+        if known is None or known.features is not features:
+            chunks = features.segments.chunks
+            known = _ChunkReadings(features, [unit_of_label(c.label) for c in chunks], [folded(c.text) for c in chunks])
+            self._chunk_readings[collection] = known
+        return known
 
     def _with_follow_up_best(
         self, asking: str, ranked: list[ScoredChunk], collection: str, params: RetrievalParams, thread_vector: np.ndarray
@@ -426,7 +426,7 @@ class AnswerPipeline:
             return ranked
         order = [sc for sc in ranked if sc.chunk.id != found[0].chunk.id]
         order.insert(1, found[0])
-        return _with_scores_of_places(order, ranked)
+        return with_scores_of_places(order, ranked)
 
     def _with_each_side(
         self, comparison: Comparison, ranked: list[ScoredChunk], collection: str, params: RetrievalParams
@@ -441,7 +441,7 @@ class AnswerPipeline:
             features = self.provisions.features(collection)
             defining = [features.defining(side) for side in (comparison.first, comparison.second)]
             if all(defining):
-                return _with_scores_of_places(_after_best(ranked, [ScoredChunk(c, 0.0) for c in defining if c]), ranked)
+                return with_scores_of_places(_after_best(ranked, [ScoredChunk(c, 0.0) for c in defining if c]), ranked)
         plans = [self._plan(query, collection) for query in comparison.side_queries()]
         vectors = self.embed_queries([text for p in plans for text in (p.text, *p.pieces)])
         best: list[ScoredChunk] = []
@@ -452,7 +452,7 @@ class AnswerPipeline:
             found = self._rank_provisions(side, collection, own[0], own[1:], params)
             if found:
                 best.append(found[0])
-        return _with_scores_of_places(_after_best(ranked, best), ranked)
+        return with_scores_of_places(_after_best(ranked, best), ranked)
 
     def _retrieve(
         self, queries: list[str], vectors: np.ndarray | None, params: RetrievalParams, collection: str
@@ -568,11 +568,14 @@ def _after_best(ranked: list[ScoredChunk], moved: list[ScoredChunk]) -> list[Sco
     return order
 
 
-def _with_scores_of_places(order: list[ScoredChunk], ranked: list[ScoredChunk]) -> list[ScoredChunk]:
-    """`order` (a reordering of `ranked`, perhaps longer) with the scores of `ranked` by place: a
-    provision moved up takes the score of the place it takes, so scores still fall with the rank."""
-    scores = [sc.score for sc in ranked] + [ranked[-1].score if ranked else 0.0] * len(order)
-    return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
+@dataclass(frozen=True)
+class _ChunkReadings:
+    """A collection's chunks (as `features` ranks them) read once: each chunk's unit ("art:50",
+    core/thread_units.py) and its folded text (core/glossary_provisions.py)."""
+
+    features: FeatureBuilder
+    units: list[str | None]
+    folded: list[str]
 
 
 def _follow_up_vector(vectors: np.ndarray | None, asking: str | None) -> tuple[np.ndarray | None, np.ndarray | None]:

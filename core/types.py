@@ -1,7 +1,8 @@
 """Typed values passed between pipeline stages (ingest -> index -> retrieval -> generation -> eval)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 ContextKind = Literal["chunk", "kg"]
@@ -48,6 +49,13 @@ class ScoredChunk:
     chunk: Chunk
     score: float
     kind: ContextKind = "chunk"
+
+
+def with_scores_of_places(order: Sequence[ScoredChunk], ranked: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+    """`order` (a reordering of `ranked`, perhaps longer) with the scores of `ranked` by place: a
+    provision moved up takes the score of the place it takes, so scores still fall with the rank."""
+    scores = [sc.score for sc in ranked] + [ranked[-1].score if ranked else 0.0] * len(order)
+    return [replace(sc, score=scores[i]) for i, sc in enumerate(order)]
 
 
 @dataclass(frozen=True)
