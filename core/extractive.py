@@ -165,6 +165,10 @@ class _Candidates:
     # The key terms of each thing a message asks, when it asks two or more ("who goes after
     # companies, and where do the cases get heard?").
     parts: list[dict[str, float]] = field(default_factory=list)
+    # Rows stating a value of the asked kind that the value was not bound to, when another row states
+    # it about what was asked: in the chunk the answer leads with they mislead ("no less than ten
+    # business days before such use" beside "within 30 days of the written request").
+    other_values: frozenset[int] = frozenset()
 
     @classmethod
     def declined(cls, why: str) -> "_Candidates":
@@ -350,7 +354,8 @@ class ExtractiveGenerator:
             # The subject in the law's words too ("the pilot": "testing in real world conditions").
             subject_in_laws_words = _laws_words_naming(expansions, {asked.subject} if asked.subject else set())
             stating = self._stating_asked_value(
-                sentences, chunks, asked, about, cosines, stats, query_vector, subject_in_laws_words, to_parts
+                sentences, chunks, asked, about, cosines, stats, query_vector, subject_in_laws_words, to_parts,
+                _law_words_for(about, expansions, stats),
             )
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
@@ -387,7 +392,12 @@ class ExtractiveGenerator:
         roles = {_role(m) for m in _ROLE.findall(asking)}
         role = roles.pop() if len(roles) == 1 else None
         parts = [] if sides else self._parts(asking, glossary, stats, chunks[0].collection)
-        return _Candidates(chunks, sentences, x, weights, leads=leads, sides=sides, role=role, parts=parts)
+        other_values = frozenset(
+            i for i, s in enumerate(sentences) if stating and s not in stating and asked and states_value(s.text(chunks), asked)
+        )
+        return _Candidates(
+            chunks, sentences, x, weights, leads=leads, sides=sides, role=role, parts=parts, other_values=other_values
+        )
 
     def _parts(self, asking: str, glossary: Glossary, stats: TermStats, collection: str) -> list[dict[str, float]]:
         """The key terms of each thing `asking` asks (`question_parts`), in the law's words; none
@@ -502,17 +512,22 @@ class ExtractiveGenerator:
         query_vector: np.ndarray | None = None,
         subject_in_laws_words: Sequence[frozenset[str]] = (),
         to_parts: np.ndarray | None = None,
+        law_words: dict[str, tuple[frozenset[str], ...]] | None = None,
     ) -> dict[_Sentence, float]:
         """The sentences with a clause that states the asked kind of value about what was asked, with
         how much of what was asked their best such clause holds (with the clause before it).
 
         About what was asked: the clause (with the one before it) holds enough of the question's
         other key terms, names what a retention question asks about keeping, and the sentence is close
-        enough in meaning to the question. A chunk that is one item of a list whose lead-in another
-        chunk holds ("(f) the testing ... not longer than six months") is read with its provision's
+        enough in meaning to the question. A word the user typed counts as held where the clause
+        holds the law's words for it (`law_words`: "applicants" in the notice rule's "candidates").
+        A chunk that is one item of a list whose lead-in another chunk holds ("(f) the testing ...
+        not longer than six months") is read with its provision's
         heading ("Testing of high-risk AI systems in real world conditions outside AI regulatory
         sandboxes"), which says what the item is about."""
-        about = {t: w for t, w in _unclipped(weights, stats).items() if t not in asked.words}
+        # The asking words go before clipped words are filled out ("lead time" is not "leadership").
+        about = _unclipped({t: w for t, w in weights.items() if t not in asked.words}, stats)
+        law_words = law_words or {}
         # A word the collection never uses that says nothing of what is asked ("hey", "kicks in",
         # "get", a typo of a word it does use: "canidates") is in no clause: counted, it thins the
         # share of what was asked that any clause can hold. Where sentence meaning is checked
@@ -580,7 +595,9 @@ class ExtractiveGenerator:
                     law and law <= terms | context | headings[rank] for law in subject_in_laws_words
                 ):
                     context = context | {asked.subject}  # the clause names the subject in the law's words
-                binding = _coverage(terms | context, about) if about else 1.0
+                held = terms | context
+                held = held | {t for t, laws in law_words.items() if any(law <= held for law in laws)}
+                binding = _coverage(held, about) if about else 1.0
                 # a retention period must be for keeping what was asked about, not something else
                 names_kept = not kept or not kept.isdisjoint(terms | context)
                 # A clause keeping all of what was asked about is about it, however much scene the
@@ -645,6 +662,11 @@ class ExtractiveGenerator:
                 and sum(map(words, chosen)) + words(s) <= self.config.max_words
             )
 
+        def misleads(i: int) -> bool:
+            """A value of the asked kind about something else, in the chunk the answer leads with
+            (another chunk's may answer another part of the message)."""
+            return i in found.other_values and sentences[i].rank == sentences[best].rank
+
         # A comparison is answered about both sides: the best sentence about a side no quote speaks
         # of yet comes next, however much less likely than the first, and however like the first it
         # is worded (two definitions of the same shape: the difference is what is asked).
@@ -687,7 +709,7 @@ class ExtractiveGenerator:
         # it ("…, and when may we use test data?") still has the usual number of quotes, within the
         # word limit.
         while len(chosen) < self.config.max_sentences + extra:
-            candidates = [i for i in order if scores[i] >= floor and fits(i)]
+            candidates = [i for i in order if scores[i] >= floor and fits(i) and not misleads(i)]
             if not candidates:
                 break
             covered = set().union(*(c.terms for c in chosen))
@@ -913,10 +935,13 @@ def unknown_names(question: str, stats: TermStats, known: frozenset[str] = froze
 
 
 # The laws of a place: "the Colorado AI Act", "Illinois law", "California's rules", "what does the UK
-# require", and "their laws" for the places a statement before the question names ("We also hire in
-# Colorado and Illinois. Do their AI hiring laws require the same audit?").
-_LAW_WORD = r"(?:acts?|laws?|legislation|regulations?|rules|statutes?|bills?|ordinances?)"
-_PLACE_LAW = re.compile(rf"^(?:['’]s?)?\s+(?:(?:[\w-]+\s+){{0,3}}?{_LAW_WORD}|requires?)\b", re.IGNORECASE)
+# require", what its regulator expects ("the UK's AI regulator"), and "their laws" for the places a
+# statement before the question names ("We also hire in Colorado and Illinois. Do their AI hiring
+# laws require the same audit?").
+_LAW_WORD = (
+    r"(?:acts?|laws?|legislation|regulations?|rules|statutes?|bills?|ordinances?|regulators?|government)"
+)
+_PLACE_LAW = re.compile(rf"^(?:['’]s?)?\s+(?:(?:[\w-]+\s+){{0,3}}?{_LAW_WORD}|requires?|expects?)\b", re.IGNORECASE)
 _THEIR_LAWS = re.compile(r"\b(?:their|those|these)\s+(?:[\w-]+\s+){0,3}?(?:laws|legislation|statutes|acts)\b", re.IGNORECASE)
 # Short names of countries users type in capitals, and never mean as an ordinary word.
 _COUNTRY_ABBREVIATIONS = re.compile(r"(?<![\w.])(?:U\.?K\.?|U\.?S\.?A?\.?)(?![\w.])")

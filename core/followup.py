@@ -66,6 +66,7 @@ _THAT_ASKED_AFTER = {
     "is", "was", "are", "were", "does", "did", "do", "will", "would", "can", "could", "should", "has", "have",
     "and", "about", "of", "with", "for", "like",
 }
+_CONTINUING_TERMS = frozenset(content_terms(" ".join(_CONTINUING_WORDS)))
 _CONTINUING_OPENING = re.compile(r"^(?:ok|okay|got it|great|thanks|ugh|right|cool|sure|hmm|nice)\b", re.IGNORECASE)
 # "what about X", "how about X", "and for X", "same for X", "and X?": X asked in place of something.
 _IN_PLACE_OF = re.compile(
@@ -92,7 +93,8 @@ def is_follow_up(question: str) -> bool:
         return False
     if q.lower().startswith(_CONTINUATIONS):
         return True
-    own_terms = set(content_terms(q)) - QUESTION_FRAMING
+    # "though", "still": saying it goes on is not naming a subject ("for how long though?")
+    own_terms = set(content_terms(q)) - QUESTION_FRAMING - _CONTINUING_TERMS
     if _points_back(words):
         continuing = bool(_CONTINUING_WORDS.intersection(words)) or _CONTINUING_OPENING.match(q) is not None
         return len(own_terms) < _SELF_CONTAINED_TERMS or continuing
@@ -182,8 +184,9 @@ def asking_part(question: str, history: Sequence[Turn]) -> str | None:
 
 
 def key_terms(text: str) -> frozenset[str]:
-    """The stems of `text` that say what it is about ("And for SMEs?" -> {"sme"}; "What are they?" -> none)."""
-    return frozenset(content_terms(text)) - framing_terms(text)
+    """The stems of `text` that say what it is about ("And for SMEs?" -> {"sme"}; "What are they?",
+    "for how long though?" -> none)."""
+    return frozenset(content_terms(text)) - framing_terms(text) - _CONTINUING_TERMS
 
 
 def new_topic(question: str, asking: str | None) -> frozenset[str]:

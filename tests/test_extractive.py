@@ -336,6 +336,9 @@ def test_a_question_about_another_places_law_is_not_answered_about():
     ]
     assert other_laws("We also sell in the UK. What does the UK require for widget notices?", stats) == ["UK"]
     assert other_laws("does california law require this too?", stats) == ["California"]
+    # what its regulator or government expects is its law too
+    assert other_laws("we only sell in the UK, not here. what does the UK's AI regulator expect from us?", stats) == ["UK"]
+    assert other_laws("What does the Colorado government expect from widget sellers?", stats) == ["Colorado"]
     # in the possessive, and with a few words naming the law
     assert other_laws("We also hire in Chicago. Does Illinois' AI video interview law require an audit?", stats) == ["Illinois"]
     assert other_laws("Is Colorado's AI Act stricter?", stats) == ["Colorado"]
@@ -594,12 +597,14 @@ def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
     glossary = Glossary.of({"civil penalty": ["fine", "fined"]})
     answer = ExtractiveGenerator(lambda c: stats, loose, glossary=lambda c: glossary).generate(question, contexts)
     assert not answer.refused and "$500" in answer.text
-    # a phrasing the law does use keeps its own words: "notify" is not read as "civil penalty"
-    law_words = Glossary.of({"civil penalty": ["notify"]})
-    other = ExtractiveGenerator(lambda c: stats, loose, glossary=lambda c: law_words).generate(
-        "How much must a seller pay to notify buyers?", contexts
-    )
-    assert "They state no amount" in other.text
+    # A phrasing the law does use keeps its own words, and a clause holding the law's words for it
+    # holds it too: "traders" (the toy law's word elsewhere) is held by the penalty's "seller".
+    stats = TermStats.from_texts([penalties.text, notice.text, "Traders keep records."])
+    question = "How much can traders be charged as a civil penalty per violation?"
+    assert "They state no amount" in ExtractiveGenerator(lambda c: stats, loose).generate(question, contexts).text
+    sellers = Glossary.of({"seller": ["traders"]})
+    answer = ExtractiveGenerator(lambda c: stats, loose, glossary=lambda c: sellers).generate(question, contexts)
+    assert not answer.refused and "$500" in answer.text
 
 
 def test_an_abbreviation_the_law_never_writes_is_bound_by_its_long_form():

@@ -152,6 +152,8 @@ def test_a_short_follow_up_names_a_new_topic_only_with_words_the_question_before
     long = "what if the team only advised the vendor on the model's features two years ago?"
     assert new_topic(f"{earlier} {long}", long) == frozenset()  # says enough in its own words
     assert new_topic("Who enforces the law?", None) == frozenset()
+    # saying it goes on names nothing ("long" asks for the value, and the value's words never name a topic)
+    assert new_topic(f"{earlier} for how long though?", "for how long though?") == {"long"}
 
 
 def test_self_contained_question_is_searched_as_asked():
@@ -167,6 +169,8 @@ def test_a_short_question_that_names_its_own_subject_is_not_a_follow_up():
     assert not is_follow_up("Different question - can our vendor run the audit itself?")
     assert is_follow_up("What are the methods?")  # too little of its own
     assert is_follow_up("even a state-run testing institute?")
+    assert is_follow_up("for how long though?")  # "though" says it goes on; it names no subject
+    assert not is_follow_up("How long do providers keep logs though?")
 
 
 def test_a_new_question_in_a_thread_is_not_glued_to_the_one_before_it():
