@@ -31,7 +31,12 @@ def data_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def env(data_dir: Path) -> dict[str, str]:
-    return {"HYPA_DATA_DIR": str(data_dir), "HYPA_CORPUS_MIRROR": str(MIRROR), "HF_HUB_OFFLINE": "1"}
+    # The module's index is built before the per-test settings (tests/conftest.py) apply: say here too
+    # that it is built with the package's model, untuned (tuning takes minutes on a slow machine).
+    return {
+        "HYPA_DATA_DIR": str(data_dir), "HYPA_CORPUS_MIRROR": str(MIRROR), "HF_HUB_OFFLINE": "1",
+        "HYPA_TUNE_EMBEDDINGS": "false",
+    }
 
 
 @pytest.fixture(scope="module")
