@@ -600,7 +600,7 @@ def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
     # A phrasing the law does use keeps its own words, and a clause holding the law's words for it
     # holds it too: "traders" (the toy law's word elsewhere) is held by the penalty's "seller".
     stats = TermStats.from_texts([penalties.text, notice.text, "Traders keep records."])
-    question = "How much can traders be charged as a civil penalty per violation?"
+    question = "How much would the bill be for traders?"
     assert "They state no amount" in ExtractiveGenerator(lambda c: stats, loose).generate(question, contexts).text
     sellers = Glossary.of({"seller": ["traders"]})
     answer = ExtractiveGenerator(lambda c: stats, loose, glossary=lambda c: sellers).generate(question, contexts)
@@ -1040,3 +1040,21 @@ def test_a_heading_the_pdf_wrapped_onto_a_second_line_is_not_quoted():
                                                             [ScoredChunk(chunk, 1.0)])
     assert "“1. Where an authority considers" in answer.text
     assert answer.citations[0].quote.startswith("1. Where")
+
+
+def test_another_rules_value_of_the_asked_kind_is_not_quoted_beside_the_answer():
+    """Once a clause states the asked period about what was asked, a sentence of the same chunk
+    stating another period (another rule's) is not added to the answer: beside it, it misleads."""
+    rules = make_chunk(
+        "Toy Code § 1-105",
+        "A seller shall post the opening hours no less than ten business days before opening a shop. If a buyer "
+        "makes a written request about the widget inspection data, the seller shall answer the written request "
+        "within 30 days.",
+    )
+    stats = TermStats.from_texts([rules.text, "Buyers may keep widget receipts."])
+    answer = ExtractiveGenerator(lambda c: stats, BINDING_ONLY).generate(
+        "How many days does a seller have to answer a written request about the widget inspection data?",
+        [ScoredChunk(rules, 1.0)],
+    )
+    assert not answer.refused and "within 30 days" in answer.text
+    assert "ten business days" not in answer.text
