@@ -48,7 +48,8 @@ def with_stating(ranked: Sequence[ScoredChunk], stated: Sequence[Chunk]) -> list
     ids = {chunk.id for chunk in stated} - {sc.chunk.id for sc in ranked[:STATING_PLACE]}
     if not ranked or not ids:
         return list(ranked)
+    ranked_ids = {sc.chunk.id for sc in ranked}
     moved = [sc for sc in ranked[STATING_PLACE:] if sc.chunk.id in ids]
-    moved += [ScoredChunk(chunk, 0.0) for chunk in stated if chunk.id in ids and chunk.id not in {sc.chunk.id for sc in ranked}]
+    moved += [ScoredChunk(chunk, 0.0) for chunk in stated if chunk.id in ids and chunk.id not in ranked_ids]
     order = [*ranked[:STATING_PLACE], *moved, *(sc for sc in ranked[STATING_PLACE:] if sc.chunk.id not in ids)]
     return with_scores_of_places(order, ranked)
