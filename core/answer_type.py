@@ -89,6 +89,17 @@ _IS_THERE = (
     r"\b(?:is there|are there|does (?:the|this|it)\b[\w\s]{0,20}?\b(?:set|prescribe|specify|fix|impose|state))"
     r"\s+(?:(?:a|an|any|some|one)\s+)?(?:[\w./-]+\s+){0,3}?"
 )
+_IS_THERE_FEE = re.compile(_IS_THERE + r"(?:fee|fees|cost|costs|price|charge|charges|fine amount)\b", re.I)
+_IS_THERE_PERIOD = re.compile(_IS_THERE + r"(?:deadline|time limit|time frame|timeframe|period|cycle|frequency)\b", re.I)
+_IS_THERE_LIMIT = re.compile(
+    _IS_THERE + r"(?:cap|ceiling|limit|threshold|cut-?off|minimum|maximum|quota|ratio|percentage)\b", re.I
+)
+
+
+def asks_whether_set(question: str) -> bool:
+    """Whether `question` asks if the law sets a value at all ("Is there a pass/fail cutoff?"), not
+    for the value of something it sets ("How old can the bias audit be?")."""
+    return any(p.search(question) for p in (_IS_THERE_FEE, _IS_THERE_PERIOD, _IS_THERE_LIMIT))
 _WHAT_IS_THE = r"\bwhat(?:\s+(?:is|was|are|were)|['’]s|s)\s+the\s+(?:(?:general|overall|public|typical|usual)\s+)?"
 _Kinds = tuple[tuple[str, ...], ...]
 _HOW_QUICKLY = "quickly|fast|promptly"  # "how quickly …?": a period or a moment
@@ -189,12 +200,9 @@ _ASKS: list[tuple[re.Pattern[str], _Kinds] | tuple[re.Pattern[str], _Kinds, bool
     ),
     # "Is there a fee / a deadline / a cap ...?" asks whether the law sets a value: it does only if a
     # clause states one about the thing asked.
-    (re.compile(_IS_THERE + r"(?:fee|fees|cost|costs|price|charge|charges|fine amount)\b", re.I), (("money",),)),
-    (re.compile(_IS_THERE + r"(?:deadline|time limit|time frame|timeframe|period|cycle|frequency)\b", re.I), (("duration",),)),
-    (
-        re.compile(_IS_THERE + r"(?:cap|ceiling|limit|threshold|cut-?off|minimum|maximum|quota|ratio|percentage)\b", re.I),
-        (("count", "percentage", "money", "duration"),),
-    ),
+    (_IS_THERE_FEE, (("money",),)),
+    (_IS_THERE_PERIOD, (("duration",),)),
+    (_IS_THERE_LIMIT, (("count", "percentage", "money", "duration"),)),
     # "Must we keep the records for some number of years?" asks for the period (the question opens the
     # clause, the period is asked at its end; only those words ask).
     (
@@ -312,9 +320,17 @@ _VERB_AFTER_PRONOUN = frozenset(
 )
 
 
+# Words for anyone at all ("how much can a company be fined ...?"): every rule's value is a
+# company's, so they tell no provision's value from another's.
+_ANYONE = frozenset(
+    "company companies business businesses firm firms organisation organization organisations organizations "
+    "someone somebody anyone anybody entity entities".split()
+)
+
+
 def _subject(question: str) -> str | None:
     m = _SUBJECT.search(question)
-    if m is None or _IMPOSES.match(question, m.end()) or m.group(1).lower() in _VERB_AFTER_PRONOUN:
+    if m is None or _IMPOSES.match(question, m.end()) or m.group(1).lower() in _VERB_AFTER_PRONOUN | _ANYONE:
         return None
     terms = content_terms(m.group(1))
     return terms[0] if terms else None  # a pronoun ("it", "they") names no subject

@@ -33,7 +33,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 import numpy as np
 
 from core.annex_content import HandedTo, annexes_handed_to, asks_for_content
-from core.answer_type import AskedValue, asked_value, describe, states_value
+from core.answer_type import AskedValue, asked_value, asks_whether_set, describe, states_value
 from core.asks import asks_definition, asks_list, defined_names, defined_terms, defines, leads_a_list
 from core.comparison import compared
 from core.followup import asking_part, new_topic
@@ -313,10 +313,9 @@ class ExtractiveGenerator:
         # A question asking what a term means is answered where the law defines that term, however
         # near it is to one about the term that the law does not answer ("what counts as an
         # independent auditor?" beside "does the independent auditor need a licence?").
+        like = None
         if self._unanswered is not None and query_vector is not None and not _defines_asked_term(asking, chunks):
             like = self._unanswered(chunks[0].collection).declined(query_vector)
-            if like is not None:
-                return _Candidates.declined(f"They were found not to answer a question like it: “{like[0]}”")
         for term in defined_term_asked(question):
             if not any(f" {term} " in f" {' '.join(content_terms(s.text(chunks)))} " for s in sentences):
                 return _Candidates.declined("They define no such term.")
@@ -359,6 +358,15 @@ class ExtractiveGenerator:
             )
             if not stating and asked.required:
                 return _Candidates.declined(f"They state no {describe(asked)} for it.")
+        # A question the law was found not to answer declines a question near it, unless this one
+        # asks for the value of something (not whether there is one: "is there a cutoff?"), that
+        # one asks for none, and a clause states it about what is asked ("how old can the bias
+        # audit be before we have to stop using the tool?" beside "does the law require us to stop
+        # using the tool if the audit shows bias?": the audit's one year).
+        if like is not None and not (
+            stating and asked is not None and not asks_whether_set(asking) and asked_value(like[0]) is None
+        ):
+            return _Candidates.declined(f"They were found not to answer a question like it: “{like[0]}”")
         if cosines is not None:
             # close in meaning to the question, or to one of its parts read on its own
             nearest = max(float(cosines.max()), float(to_parts.max()))
@@ -1096,14 +1104,16 @@ def _law_words_for(
     terms: dict[str, float], expansions: Sequence[tuple[str, str]], stats: TermStats
 ) -> dict[str, tuple[frozenset[str], ...]]:
     """For each of `terms` the user typed, the law's words for it (`expansions`), those the
-    collection uses."""
+    collection uses. A glossary's commas part names the law has for one thing ("market surveillance
+    authority, national competent authority"): each is the law's words for it on its own."""
     out: dict[str, tuple[frozenset[str], ...]] = {}
     for typed, law in expansions:
-        words = frozenset(t for t in content_terms(law) if stats.doc_freq.get(t, 0))
-        if not words:
-            continue
-        for t in set(content_terms(typed)) & set(terms):
-            out[t] = (*out.get(t, ()), words)
+        for name in law.split(","):
+            words = frozenset(t for t in content_terms(name) if stats.doc_freq.get(t, 0))
+            if not words:
+                continue
+            for t in set(content_terms(typed)) & set(terms):
+                out[t] = (*out.get(t, ()), words)
     return out
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.answer_type import AskedValue, asked_value, states_value
+from core.answer_type import AskedValue, asked_value, asks_whether_set, states_value
 from core.extractive import ExtractiveGenerator
 from core.termstats import TermStats
 from hypa_testkit.toy import make_chunk, scored, toy_generator
@@ -15,7 +15,9 @@ from hypa_testkit.toy import make_chunk, scored, toy_generator
         ("How long must the summary stay posted?", (("duration",),), "summari"),
         ("How many business days before use must candidates be notified?", (("duration",),), "candid"),
         ("Within how many days will the requested information be provided?", (("duration",),), "request"),
-        ("How many employees must a company have?", (("count",),), "compani"),
+        ("How many employees must a company have?", (("count",),), None),  # "a company" is anyone
+        ("how much can a company be fined for giving the regulator wrong info?", (("money", "percentage"),), None),
+        ("How many employees must a franchisee have?", (("count",),), "franchise"),
         ("How much is the civil penalty?", (("money", "percentage"),), "civil"),
         ("How much does an independent audit cost?", (("money",),), "independ"),
         ("How much can the city fine us?", (("money", "percentage"),), None),  # who fines, not whose fine
@@ -230,3 +232,17 @@ def test_more_ways_of_asking_for_a_number():
     assert asked_value("What is the required notice?") is None
     # a number inside an act's number counts nothing
     assert not states_value("Regulation (EC) No 765/2008 and Regulation (EU) 2016/679", AskedValue((("count",),), frozenset()))
+
+
+@pytest.mark.parametrize(
+    ("question", "whether"),
+    [
+        ("Is there a pass/fail cutoff for the audit?", True),
+        ("Is there a fee for registering?", True),
+        ("Does the law set a deadline for the notice?", True),
+        ("How old can the bias audit be?", False),
+        ("How much can a company be fined?", False),
+    ],
+)
+def test_asks_whether_the_law_sets_a_value_at_all(question: str, whether: bool):
+    assert asks_whether_set(question) is whether

@@ -605,6 +605,12 @@ def test_a_users_word_the_law_never_uses_is_bound_by_the_glossarys_law_words():
     sellers = Glossary.of({"seller": ["traders"]})
     answer = ExtractiveGenerator(lambda c: stats, loose, glossary=lambda c: sellers).generate(question, contexts)
     assert not answer.refused and "$500" in answer.text
+    # Names parted by commas are each the law's words on their own: the penalty names the seller,
+    # not the importer, and still holds "traders".
+    stats = TermStats.from_texts([penalties.text, notice.text, "Traders keep records.", "Importers keep records."])
+    either = Glossary.of({"importer, seller": ["traders"]})
+    answer = ExtractiveGenerator(lambda c: stats, loose, glossary=lambda c: either).generate(question, contexts)
+    assert not answer.refused and "$500" in answer.text
 
 
 def test_an_abbreviation_the_law_never_writes_is_bound_by_its_long_form():
@@ -784,6 +790,29 @@ def test_a_question_like_one_the_law_was_found_not_to_answer_is_declined_with_it
     assert "They were found not to answer a question like it: “do sellers need liability insurance for widgets”" in declined.text
     other = "How many business days before selling must a seller notify buyers?"
     assert not generator.generate(other, scored(), query_vector=embed([other])[0]).refused
+
+
+def test_a_question_asking_for_a_value_the_law_states_is_not_declined_by_a_yes_no_precedent_near_it():
+    """"How old can the bias audit be before we have to stop using the tool?" beside the unanswered
+    "does the law require us to stop using the tool if the audit shows bias?": the law states the
+    audit's age, so the value is quoted. Asking whether the law sets a value at all ("is there a
+    deadline …?") and the precedent itself are still declined."""
+    from core.precedents import Precedent, PrecedentConfig, Precedents
+
+    embed = HashingEmbedder(dim=256).embed_queries
+    unanswered = "must a seller stop selling widgets if buyers complain about the notice?"
+    asked = "how many business days before selling must a seller notify buyers, or stop selling widgets?"
+    whether = "is there a deadline for a seller to notify buyers, or stop selling widgets?"
+    nearest = min(float(embed([q])[0] @ embed([unanswered])[0]) for q in (asked, whether))
+    config = PrecedentConfig(min_decline_similarity=min(nearest, 0.99))
+    precedents = Precedents([], [Precedent(unanswered, answerable=False)], embed, config)
+    stats = TermStats.from_texts(sc.chunk.text for sc in scored())
+    generator = ExtractiveGenerator(lambda c: stats, unanswered=lambda collection: precedents)
+    assert all(precedents.declined(embed([q])[0]) is not None for q in (asked, whether))
+    answer = generator.generate(asked, scored(), query_vector=embed([asked])[0])
+    assert not answer.refused and "ten business days" in answer.text
+    assert "found not to answer" in generator.generate(whether, scored(), query_vector=embed([whether])[0]).text
+    assert generator.generate(unanswered, scored(), query_vector=embed([unanswered])[0]).refused
 
 
 def test_a_question_asking_what_a_defined_term_means_is_answered_by_its_definition_not_declined():
