@@ -28,6 +28,7 @@ from core.text import QUESTION_FRAMING, STOPWORDS, content_terms, framing_terms,
 from core.types import Turn
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+_ASKING_SENTENCE = re.compile(r"[^.?!]+[.?!]*")
 # Words that point back into the conversation instead of naming what is asked about.
 _ANAPHORA = {
     "it", "its", "they", "them", "their", "this", "that", "these", "those", "he", "she", "his", "her",
@@ -98,7 +99,16 @@ def is_follow_up(question: str) -> bool:
     if _points_back(words):
         continuing = bool(_CONTINUING_WORDS.intersection(words)) or _CONTINUING_OPENING.match(q) is not None
         return len(own_terms) < _SELF_CONTAINED_TERMS or continuing
-    return len(words) <= _SHORT_QUESTION_WORDS and len(own_terms) < _MIN_OWN_TERMS
+    if len(words) <= _SHORT_QUESTION_WORDS and len(own_terms) < _MIN_OWN_TERMS:
+        return True
+    # A short question with a scene after or before it asks as the short question alone does: "what
+    # are the conditions? we've been using the tool for about 2 years."
+    asked = [s.strip() for s in _ASKING_SENTENCE.findall(q) if s.strip().endswith("?")]
+    if len(asked) != 1 or asked[0] == q:
+        return False
+    asked_words = _WORD.findall(asked[0])
+    asked_terms = set(content_terms(asked[0])) - QUESTION_FRAMING - _CONTINUING_TERMS
+    return len(asked_words) <= _SHORT_QUESTION_WORDS and len(asked_terms) < _MIN_OWN_TERMS
 
 
 def _points_back(words: list[str]) -> bool:

@@ -173,6 +173,15 @@ def test_a_short_question_that_names_its_own_subject_is_not_a_follow_up():
     assert not is_follow_up("How long do providers keep logs though?")
 
 
+
+def test_a_short_question_with_a_scene_beside_it_is_a_follow_up_as_the_short_question_is():
+    assert is_follow_up("what are the conditions? we've been using the tool for about 2 years.")
+    assert is_follow_up("Thanks. And the penalties?")
+    # ... but not one whose asking sentence names its own subject
+    assert not is_follow_up("We're a staffing agency in Brooklyn. Who enforces the law?")
+    assert not is_follow_up("Thanks. Does a staffing agency need a bias audit for every client?")
+
+
 def test_a_new_question_in_a_thread_is_not_glued_to_the_one_before_it():
     # Pronouns that point inside the question, or a question naming enough of its own, stand alone:
     # glued to the earlier question, they were searched and answered as that one.
