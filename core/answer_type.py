@@ -100,6 +100,8 @@ def asks_whether_set(question: str) -> bool:
     """Whether `question` asks if the law sets a value at all ("Is there a pass/fail cutoff?"), not
     for the value of something it sets ("How old can the bias audit be?")."""
     return any(p.search(question) for p in (_IS_THERE_FEE, _IS_THERE_PERIOD, _IS_THERE_LIMIT))
+
+
 _WHAT_IS_THE = r"\bwhat(?:\s+(?:is|was|are|were)|['’]s|s)\s+the\s+(?:(?:general|overall|public|typical|usual)\s+)?"
 _Kinds = tuple[tuple[str, ...], ...]
 _HOW_QUICKLY = "quickly|fast|promptly"  # "how quickly …?": a period or a moment
