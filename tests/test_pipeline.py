@@ -173,7 +173,6 @@ def test_a_short_question_that_names_its_own_subject_is_not_a_follow_up():
     assert not is_follow_up("How long do providers keep logs though?")
 
 
-
 def test_a_short_question_with_a_scene_beside_it_is_a_follow_up_as_the_short_question_is():
     assert is_follow_up("what are the conditions? we've been using the tool for about 2 years.")
     assert is_follow_up("Thanks. And the penalties?")
