@@ -330,9 +330,12 @@ _ANYONE = frozenset(
 )
 
 
+_NO_SUBJECT = _VERB_AFTER_PRONOUN | _ANYONE
+
+
 def _subject(question: str) -> str | None:
     m = _SUBJECT.search(question)
-    if m is None or _IMPOSES.match(question, m.end()) or m.group(1).lower() in _VERB_AFTER_PRONOUN | _ANYONE:
+    if m is None or _IMPOSES.match(question, m.end()) or m.group(1).lower() in _NO_SUBJECT:
         return None
     terms = content_terms(m.group(1))
     return terms[0] if terms else None  # a pronoun ("it", "they") names no subject

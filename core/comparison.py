@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from core.text import content_terms
+from core.text import content_terms, message_sentences
 
 # Where a side may start or end: a sentence or clause boundary.
 _BOUNDARIES = "?.!;:,()[]—–"
@@ -34,7 +34,6 @@ _LEADING = re.compile(
     r"^(?:(?:so|ok|okay|and|but|hey|hi)\s+)*(?:what(?:'s| is| are)\s+(?:the\s+)?(?:actual\s+|real\s+|practical\s+)?)?",
     re.I,
 )
-_SENTENCE = re.compile(r"[^?.!]+[?.!]*")
 MAX_SIDE_WORDS = 14
 MAX_NAME_WORDS = 3  # a side this short is a name ("importer", "AI Board"), searched with the rest
 
@@ -75,7 +74,7 @@ def compared(question: str) -> Comparison | None:
         else:
             second, setting = _without_setting(first, second.strip())
         if _side(first) and _side(second):
-            others = [s.strip() for s in _SENTENCE.findall(question) if s.strip() and whole not in s]
+            others = [s.strip() for s in message_sentences(question) if s.strip() and whole not in s]
             before = setting if framing is not None or scene is not None else ""
             return Comparison(first, second, " ".join([setting, *others]).strip(), before)
     return None

@@ -48,8 +48,10 @@ from core.termstats import TermStats
 from core.text import (
     STOPWORDS,
     after_heading,
+    asking_sentences,
     content_terms,
     framing_terms,
+    message_sentences,
     quotable_spans,
     sentence_spans,
     trim_markup,
@@ -334,9 +336,9 @@ class ExtractiveGenerator:
             # on its own sentence, answers were lost (docs/RESULTS.md, fourth update). Of two or
             # more questions, the one that asks for the value is what it is about ("Is it free? How
             # much does a sandbox cost?").
-            parts = _SENTENCE.findall(asking)
-            sentence = next((a for a in parts if asked_value(a) is not None), asking)
-            questions = [a.strip() for a in parts if a.strip().endswith("?")]
+            said = message_sentences(asking)
+            sentence = next((a for a in said if asked_value(a) is not None), asking)
+            questions = [a.strip() for a in said if a.strip().endswith("?")]
             if len(questions) > 1:
                 sentence = next((a for a in questions if asked_value(a) is not None), sentence)
             earlier = question[: len(question) - len(asking)] if question.endswith(asking) else ""
@@ -843,7 +845,6 @@ _CALENDAR = frozenset(
     "january february march april may june july august september october november december monday tuesday "
     "wednesday thursday friday saturday sunday".split()
 )
-_SENTENCE = re.compile(r"[^.?!]+[.?!]*")
 # "<kind> like|such as|e.g. <name>": the word naming the kind the name is an example of.
 _EXAMPLE_BEFORE = re.compile(r"\b(\w+)\s+(?:like|such\s+as|e\.g\.,?|for\s+example,?|for\s+instance,?)\s+$", re.IGNORECASE)
 _PLAIN = re.compile(r"\b(?:plain|simple)\s+$", re.IGNORECASE)
@@ -855,14 +856,6 @@ _WHERE_SOMEONE_IS = re.compile(
     r"\b(?:lives?|living|resides?|residing|based|located|established|headquartered)\s+(?:in|out\s+of)\s+(?:[A-Z]\w*\s+)?$",
     re.IGNORECASE,
 )
-
-
-def asking_sentences(question: str) -> list[str]:
-    """The sentences of a message that ask (end in "?"); its last sentence when none does. A
-    message's statements set the scene ("We're Acme Corp, hiring in Berlin."), its questions ask."""
-    sentences = [s for s in _SENTENCE.findall(question.strip()) if s.strip()]
-    asking = [s for s in sentences if s.rstrip().endswith("?")]
-    return asking or sentences[-1:] or [question]
 
 
 # A second question inside a sentence: "who goes after companies, and where are the cases heard?"
@@ -1108,11 +1101,12 @@ def _law_words_for(
     authority, national competent authority"): each is the law's words for it on its own."""
     out: dict[str, tuple[frozenset[str], ...]] = {}
     for typed, law in expansions:
+        held_by = set(content_terms(typed)) & set(terms)
         for name in law.split(","):
             words = frozenset(t for t in content_terms(name) if stats.doc_freq.get(t, 0))
             if not words:
                 continue
-            for t in set(content_terms(typed)) & set(terms):
+            for t in held_by:
                 out[t] = (*out.get(t, ()), words)
     return out
 

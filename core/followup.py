@@ -24,11 +24,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from core.text import QUESTION_FRAMING, STOPWORDS, content_terms, framing_terms, tokens
+from core.text import QUESTION_FRAMING, STOPWORDS, asking_sentences, content_terms, framing_terms, tokens
 from core.types import Turn
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
-_ASKING_SENTENCE = re.compile(r"[^.?!]+[.?!]*")
 # Words that point back into the conversation instead of naming what is asked about.
 _ANAPHORA = {
     "it", "its", "they", "them", "their", "this", "that", "these", "those", "he", "she", "his", "her",
@@ -94,21 +93,27 @@ def is_follow_up(question: str) -> bool:
         return False
     if q.lower().startswith(_CONTINUATIONS):
         return True
-    # "though", "still": saying it goes on is not naming a subject ("for how long though?")
-    own_terms = set(content_terms(q)) - QUESTION_FRAMING - _CONTINUING_TERMS
     if _points_back(words):
         continuing = bool(_CONTINUING_WORDS.intersection(words)) or _CONTINUING_OPENING.match(q) is not None
-        return len(own_terms) < _SELF_CONTAINED_TERMS or continuing
-    if len(words) <= _SHORT_QUESTION_WORDS and len(own_terms) < _MIN_OWN_TERMS:
+        return len(_own_terms(q)) < _SELF_CONTAINED_TERMS or continuing
+    if _names_too_little(q):
         return True
     # A short question with a scene after or before it asks as the short question alone does: "what
     # are the conditions? we've been using the tool for about 2 years."
-    asked = [s.strip() for s in _ASKING_SENTENCE.findall(q) if s.strip().endswith("?")]
-    if len(asked) != 1 or asked[0] == q:
-        return False
-    asked_words = _WORD.findall(asked[0])
-    asked_terms = set(content_terms(asked[0])) - QUESTION_FRAMING - _CONTINUING_TERMS
-    return len(asked_words) <= _SHORT_QUESTION_WORDS and len(asked_terms) < _MIN_OWN_TERMS
+    asked = [s.strip() for s in asking_sentences(q)]
+    return len(asked) == 1 and asked[0] != q and asked[0].endswith("?") and _names_too_little(asked[0])
+
+
+def _names_too_little(text: str) -> bool:
+    """Whether `text` is too short, and names too little of its own, to be asked on its own ("What
+    are the methods?")."""
+    return len(_WORD.findall(text)) <= _SHORT_QUESTION_WORDS and len(_own_terms(text)) < _MIN_OWN_TERMS
+
+
+def _own_terms(text: str) -> set[str]:
+    """The key terms `text` names itself; "though", "still": saying it goes on is not naming a
+    subject ("for how long though?")."""
+    return set(content_terms(text)) - QUESTION_FRAMING - _CONTINUING_TERMS
 
 
 def _points_back(words: list[str]) -> bool:

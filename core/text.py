@@ -82,6 +82,24 @@ def framing_terms(question: str) -> frozenset[str]:
     return (QUESTION_FRAMING - _LAW_WORDS_IN_FRAMING) | (_LAW_WORDS_IN_FRAMING & framed)
 
 
+# A message's sentences as people type them: up to and with their closing ".", "?" or "!" (leading
+# spaces kept), for telling the sentences that ask from the scene around them.
+_MESSAGE_SENTENCE = re.compile(r"[^.?!]+[.?!]*")
+
+
+def message_sentences(text: str) -> list[str]:
+    """The sentences of a chat message, verbatim (each with its leading spaces)."""
+    return _MESSAGE_SENTENCE.findall(text)
+
+
+def asking_sentences(question: str) -> list[str]:
+    """The sentences of a message that ask (end in "?"); its last sentence when none does. A
+    message's statements set the scene ("We're Acme Corp, hiring in Berlin."), its questions ask."""
+    sentences = [s for s in message_sentences(question.strip()) if s.strip()]
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return asking or sentences[-1:] or [question]
+
+
 def content_terms(text: str) -> list[str]:
     """Lower-cased, stop-words removed, stemmed terms, in order (duplicates kept)."""
     return [stem(t) for t in tokens(text) if t not in STOPWORDS and len(t) > 1]
